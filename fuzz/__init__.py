@@ -1,0 +1,5 @@
+"""tvmfuzz generators: the program model, the op catalogue, and the Relax generator."""
+
+# Bump when a change to the generator or catalogue changes which program a seed gives:
+# a case is reproducible from (seed, GENERATOR_VERSION).
+GENERATOR_VERSION = 1

@@ -1,0 +1,4 @@
+"""Op family: creation. (Specs are added here.)"""
+from __future__ import annotations
+
+SPECS: list = []

@@ -1,0 +1,334 @@
+"""The Relax program generator: builds a ``Program`` from a ``Chooser``.
+
+Valid by construction: each op's spec picks inputs it accepts and its shape rule types the
+result, so the program reaches TVM's deep passes instead of failing in type inference. Value
+ranges travel with each value so ops with restricted domains (log, sqrt, integer division) get
+inputs on which numpy and TVM are both defined.
+
+Near-valid mode (``fuzz.mutate``) starts from a valid program and breaks one promise at a time.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Optional, Sequence
+
+from . import GENERATOR_VERSION
+from . import dims as D
+from .catalogue import CATALOGUE, OpSpec
+from .catalogue.spec import (DTYPE_LIMIT, FLOATS, INTS, Value, is_float, within)
+from .choice import Chooser, RandomChooser
+from .model import Block, Function, Node, Param, Program, TensorTy, TupleTy, Ty
+
+MAX_NUMEL = 1 << 14     # keeps compile and run of one case in milliseconds
+SYM_NAMES = ("n", "m", "k")
+DTYPE_WEIGHTS = {"float32": 8, "float16": 2, "bfloat16": 1.5, "float64": 1.5, "int32": 2,
+                 "int64": 1.5, "int8": 1, "uint8": 1, "bool": 1}
+
+
+def default_range(dtype: str) -> tuple[float, float]:
+    if dtype == "bool":
+        return (0, 1)
+    if dtype == "uint8":
+        return (0, 8)
+    if dtype in INTS:
+        return (-8, 8)
+    return (-2.0, 2.0)
+
+
+class GenContext:
+    """What an op spec sees while sampling: the values in scope and ways to make new ones."""
+
+    def __init__(self, ch: Chooser, mode: str = "valid", allow_sym: bool = True,
+                 sym_names: Sequence[str] = SYM_NAMES):
+        self.ch = ch
+        self.mode = mode
+        self.allow_sym = allow_sym
+        self.sym_names = list(sym_names)
+        self.params: list[Param] = []
+        self.nodes: list[Node] = []
+        self.pool: list[Value] = []
+        self._n = 0
+
+    # --- names ---------------------------------------------------------------------------
+    def fresh(self, prefix: str) -> str:
+        self._n += 1
+        return f"{prefix}{self._n}"
+
+    # --- dtypes and shapes ---------------------------------------------------------------
+    def dtype(self, allowed: Sequence[str]) -> str:
+        allowed = list(allowed)
+        return self.ch.weighted(allowed, [DTYPE_WEIGHTS.get(d, 1) for d in allowed])
+
+    def dim(self, static: bool = False, min_dim: int = 1, max_dim: int = 6) -> D.Dim:
+        if not static and self.allow_sym and min_dim <= 1 and self.ch.boolean(0.15):
+            return self.ch.choice(self.sym_names)
+        r = self.ch.integer(0, 99)
+        if r < 2 and min_dim <= 0:
+            return 0
+        if r < 22:
+            return max(1, min_dim)
+        if r < 25 and max_dim >= 6:
+            return self.ch.integer(32, 128)   # a large dim: tiling and vectorization edges
+        return self.ch.integer(max(min_dim, 2), max(max_dim, max(min_dim, 2)))
+
+    def shape(self, rank: int, static: bool = False, min_dim: int = 1,
+              max_dim: int = 6) -> list[D.Dim]:
+        for _ in range(8):
+            s = [self.dim(static, min_dim, max_dim) for _ in range(rank)]
+            if _numel_bound(s) <= MAX_NUMEL:
+                return s
+        return [min_dim if min_dim > 0 else 1] * rank
+
+    # --- values --------------------------------------------------------------------------
+    def new_param(self, shape: list, dtype: str, lo: Optional[float] = None,
+                  hi: Optional[float] = None) -> Value:
+        dlo, dhi = default_range(dtype)
+        lo = dlo if lo is None else lo
+        hi = dhi if hi is None else hi
+        name = self.fresh("p")
+        p = Param(name, TensorTy(list(shape), dtype), lo, hi)
+        self.params.append(p)
+        v = Value(name, p.ty, lo, hi, exact=True)
+        self.pool.append(v)
+        return v
+
+    def candidates(self, dtypes=None, rank=None, pred=None, static=False) -> list[Value]:
+        out = []
+        for v in self.pool:
+            if dtypes is not None and v.dtype not in dtypes:
+                continue
+            if rank is not None:
+                lo, hi = (rank, rank) if isinstance(rank, int) else rank
+                if not lo <= v.rank <= hi:
+                    continue
+            if static and not v.static():
+                continue
+            if pred is not None and not pred(v):
+                continue
+            out.append(v)
+        return out
+
+    def pick(self, dtypes: Sequence[str] = FLOATS, rank=(0, 4), pred=None,
+             static: bool = False, new_range: Optional[tuple] = None,
+             new_shape: Optional[list] = None, fresh_p: float = 0.25,
+             min_dim: int = 1, max_dim: int = 6) -> Value:
+        """A value in scope that satisfies the constraints, or a new parameter that does.
+
+        Recent values are preferred, which makes chains; the rest makes diamonds and shared
+        inputs. ``new_range`` is the (lo, hi) a new parameter gets, and must satisfy ``pred``."""
+        cands = self.candidates(dtypes, rank, pred, static)
+        if new_shape is not None:
+            cands = [v for v in cands if _same_shape(v.shape, new_shape)]
+        if cands and not self.ch.boolean(fresh_p):
+            if self.ch.boolean(0.6):
+                return cands[-1] if self.ch.boolean(0.5) else cands[max(0, len(cands) - 3):][
+                    self.ch.integer(0, min(2, len(cands) - 1))]
+            return self.ch.choice(cands)
+        dtype = self.dtype(dtypes)
+        if new_shape is None:
+            lo, hi = (rank, rank) if isinstance(rank, int) else rank
+            new_shape = self.shape(self.ch.integer(lo, hi), static, min_dim, max_dim)
+        lo_hi = new_range or default_range(dtype)
+        return self.new_param(new_shape, dtype, *lo_hi)
+
+    def pick_broadcast(self, x: Value, dtypes: Sequence[str] = None, pred=None,
+                       new_range=None) -> Value:
+        """A value whose shape broadcasts with ``x`` (same dtype unless ``dtypes`` is given)."""
+        dtypes = dtypes or (x.dtype,)
+        from .catalogue.spec import broadcast_dims
+
+        def ok(v):
+            return (broadcast_dims(x.shape, v.shape) is not None
+                    and (pred is None or pred(v)))
+
+        cands = self.candidates(dtypes, None, ok)
+        if cands and not self.ch.boolean(0.3):
+            return self.ch.choice(cands)
+        # A new parameter: x's shape with leading dims dropped and some dims set to 1.
+        shape = list(x.shape[self.ch.integer(0, len(x.shape)):]) if self.ch.boolean(0.4) \
+            else list(x.shape)
+        shape = [1 if self.ch.boolean(0.2) else d for d in shape]
+        if self.ch.boolean(0.15) and _numel_bound([2] + list(x.shape)) <= MAX_NUMEL:
+            shape = [self.ch.choice([1, 2])] + list(x.shape)   # broadcast x up, too
+        dtype = self.dtype(dtypes)
+        lo_hi = new_range or default_range(dtype)
+        return self.new_param(shape, dtype, *lo_hi)
+
+    def add_node(self, op: str, args: list[str], attrs: dict, ty: Ty) -> Node:
+        node = Node(self.fresh("v"), op, list(args), dict(attrs), ty)
+        self.nodes.append(node)
+        return node
+
+    def add_value(self, node: Node, lo: float, hi: float, exact: bool) -> Optional[Value]:
+        if not isinstance(node.ty, TensorTy):
+            return None
+        v = Value(node.name, node.ty, lo, hi, exact)
+        self.pool.append(v)
+        return v
+
+
+def _numel_bound(shape) -> int:
+    # Symbolic dims are bound to at most 8 when inputs are made (fuzz.inputs).
+    return math.prod(d if isinstance(d, int) else 8 for d in shape)
+
+
+def _same_shape(a, b) -> bool:
+    return a is not None and len(a) == len(b) and all(D.same(x, y) for x, y in zip(a, b))
+
+
+# --- applying one op ------------------------------------------------------------------------
+def apply_op(ctx: GenContext, spec: OpSpec) -> Optional[Node]:
+    """Sample ``spec`` in ``ctx``; add its node (and tuple items) and return it, or None."""
+    mark = (len(ctx.params), len(ctx.pool), ctx._n)
+    got = spec.sample(ctx)
+    if got is None:
+        _rollback(ctx, mark)
+        return None
+    ins, attrs = got
+    out = spec.infer([v.ty for v in ins], attrs)
+    if not _type_ok(out):
+        _rollback(ctx, mark)
+        return None
+    lo, hi = spec.interval(ins, attrs, out)
+    if isinstance(out, TensorTy) and not within(out.dtype, lo, hi):
+        if ctx.mode == "valid":   # would overflow or leave the op's domain downstream
+            _rollback(ctx, mark)
+            return None
+    node = ctx.add_node(spec.name, [v.name for v in ins], attrs, out)
+    exact = spec.exact(ins, attrs, out)
+    if isinstance(out, TupleTy):
+        for i, f in enumerate(out.fields):
+            if isinstance(f, TensorTy) and ctx.ch.boolean(0.7 if i == 0 else 0.4):
+                item = ctx.add_node("get_item", [node.name], {"index": i}, f)
+                ctx.add_value(item, lo, hi, exact if not is_float(f.dtype) else False)
+    else:
+        ctx.add_value(node, lo, hi, exact)
+    return node
+
+
+def _type_ok(ty: Ty) -> bool:
+    if isinstance(ty, TupleTy):
+        return all(_type_ok(f) for f in ty.fields)
+    return ty.shape is not None and _numel_bound(ty.shape) <= MAX_NUMEL and all(
+        not isinstance(d, int) or d >= 0 for d in ty.shape)
+
+
+def _rollback(ctx: GenContext, mark) -> None:
+    np_, nv, _ = mark
+    del ctx.params[np_:]
+    del ctx.pool[nv:]
+
+
+# --- whole programs ---------------------------------------------------------------------
+def _op_table(ops: Optional[Sequence[str]]):
+    specs = [CATALOGUE[o] for o in ops] if ops else list(CATALOGUE.values())
+    return specs, [s.weight for s in specs]
+
+
+def gen_function(ch: Chooser, name: str, n_ops: int, mode: str,
+                 ops: Optional[Sequence[str]] = None,
+                 callees: Sequence[Function] = ()) -> Function:
+    ctx = GenContext(ch, mode, allow_sym=ch.boolean(0.4))
+    specs, weights = _op_table(ops)
+    # Parameters with unknown shape reach ops only through match_cast in valid programs.
+    if ch.boolean(0.1):
+        _match_cast_param(ctx)
+    made = 0
+    tries = 0
+    while made < n_ops and tries < n_ops * 8:
+        tries += 1
+        if callees and ch.boolean(0.15):
+            if _call_function(ctx, ch.choice(list(callees))):
+                made += 1
+            continue
+        spec = ch.weighted(specs, weights)
+        if apply_op(ctx, spec) is not None:
+            made += 1
+    if not ctx.pool:
+        ctx.pick(rank=(1, 2))
+    ret = _outputs(ctx)
+    blocks = _blocks(ctx, ret)
+    return Function(name, ctx.params, blocks, ret)
+
+
+def _match_cast_param(ctx: GenContext) -> None:
+    dtype = ctx.dtype(FLOATS)
+    rank = ctx.ch.integer(1, 3)
+    shape = ctx.shape(rank)
+    erased = ctx.ch.choice(["ndim", "none"])
+    declared = TensorTy(None, dtype, rank if erased == "ndim" else -1)
+    name = ctx.fresh("p")
+    target = TensorTy(shape, dtype)
+    lo, hi = (-2.0, 2.0)
+    ctx.params.append(Param(name, declared, lo, hi, actual=target))
+    node = ctx.add_node("match_cast", [name], {"ty": target.to_json()}, target)
+    ctx.add_value(node, lo, hi, True)
+
+
+def _call_function(ctx: GenContext, callee: Function) -> bool:
+    args = []
+    for p in callee.params:
+        t = p.runtime_ty
+        if not isinstance(t, TensorTy) or t.shape is None or not all(
+                D.is_static(d) for d in t.shape):
+            return False
+        v = ctx.pick(dtypes=(t.dtype,), rank=len(t.shape), new_shape=t.shape,
+                     pred=lambda v, p=p: p.lo <= v.lo and v.hi <= p.hi,
+                     new_range=(p.lo, p.hi))
+        args.append(v.name)
+    ret_ty = callee.value_types()[callee.ret]
+    node = ctx.add_node("call", args, {"func": callee.name}, ret_ty)
+    if isinstance(ret_ty, TupleTy):
+        for i, f in enumerate(ret_ty.fields):
+            if isinstance(f, TensorTy):
+                item = ctx.add_node("get_item", [node.name], {"index": i}, f)
+                ctx.add_value(item, -math.inf, math.inf, False)
+    else:
+        ctx.add_value(node, -math.inf, math.inf, False)
+    return True
+
+
+def _outputs(ctx: GenContext) -> str:
+    used = {a for n in ctx.nodes for a in n.args}
+    values = [v for v in ctx.pool if v.name not in {p.name for p in ctx.params}] or ctx.pool
+    sinks = [v for v in values if v.name not in used] or [values[-1]]
+    outs = sinks[-3:] if ctx.ch.boolean(0.7) else sinks[-1:]
+    if len(outs) == 1 and not ctx.ch.boolean(0.15):
+        return outs[0].name
+    node = ctx.add_node("tuple", [v.name for v in outs], {}, TupleTy([v.ty for v in outs]))
+    return node.name
+
+
+def _blocks(ctx: GenContext, ret: str) -> list[Block]:
+    nodes = ctx.nodes
+    r = ctx.ch.integer(0, 9)
+    if r < 7 or len(nodes) < 2:
+        return [Block(dataflow=r < 7, nodes=nodes)]
+    cut = ctx.ch.integer(1, len(nodes) - 1)   # a dataflow block, then a plain one
+    return [Block(True, nodes[:cut]), Block(False, nodes[cut:])]
+
+
+def gen_program(ch: Chooser, n_ops: int = 10, mode: str = "valid",
+                ops: Optional[Sequence[str]] = None, seed: Optional[int] = None) -> Program:
+    funcs: list[Function] = []
+    if n_ops >= 4 and ch.boolean(0.15):
+        k = ch.integer(2, max(2, n_ops // 3))
+        funcs.append(gen_function(ch, "helper", k, "valid", ops))
+        n_ops -= k
+    main = gen_function(ch, "main", n_ops, mode, ops, callees=funcs)
+    prog = Program([main] + funcs, "main",
+                   {"generator": GENERATOR_VERSION, "mode": mode, "seed": seed})
+    if mode == "near-valid":
+        from .mutate import mutate
+
+        prog = mutate(prog, ch)
+    return prog
+
+
+def generate(seed: int, mode: str = "valid", n_ops: Optional[int] = None,
+             ops: Optional[Sequence[str]] = None) -> Program:
+    """The program for ``seed``: deterministic for one generator version."""
+    ch = RandomChooser(seed * 1_000_003 + GENERATOR_VERSION)
+    if n_ops is None:
+        n_ops = ch.integer(1, 12)
+    return gen_program(ch, n_ops, mode, ops, seed)

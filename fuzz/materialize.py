@@ -1,0 +1,288 @@
+"""The one seam between the program model and TVM's Python API.
+
+``materialize(program)`` builds the IRModule for the installed TVM; ``to_script`` prints it.
+Every other module works on the program model, so supporting another TVM release means
+teaching this module (and only this module) that release's spelling of the API.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+from typing import Any
+
+import numpy as np
+
+from . import dims as D
+from .catalogue import CATALOGUE
+from .catalogue.spec import ConstArg, PrimArg, ShapeArg, TupleArg, np_dtype
+from .model import Function, Program, TensorTy, TupleTy, Ty, ty_from_json
+
+
+class MaterializeError(Exception):
+    """The program model could not be turned into an IRModule (a generator defect)."""
+
+
+@functools.lru_cache(maxsize=None)
+def _tvm():
+    import tvm
+    from tvm import relax, tirx
+
+    return tvm, relax, tirx
+
+
+def tvm_version() -> str:
+    return _tvm()[0].__version__
+
+
+class _Scope:
+    """Symbolic variables of one function: one tirx.Var per name."""
+
+    def __init__(self):
+        self.vars: dict[str, Any] = {}
+
+    def var(self, name: str):
+        _, _, tirx = _tvm()
+        if name not in self.vars:
+            self.vars[name] = tirx.Var(name, "int64")
+        return self.vars[name]
+
+    def dim(self, d: D.Dim):
+        _, _, tirx = _tvm()
+        if isinstance(d, int):
+            return tirx.IntImm("int64", d)
+
+        def conv(n):
+            if isinstance(n, ast.Constant):
+                return tirx.IntImm("int64", n.value)
+            if isinstance(n, ast.Name):
+                return self.var(n.id)
+            if isinstance(n, ast.UnaryOp):
+                return tirx.IntImm("int64", 0) - conv(n.operand)
+            a, b = conv(n.left), conv(n.right)
+            if isinstance(n.op, ast.Add):
+                return a + b
+            if isinstance(n.op, ast.Sub):
+                return a - b
+            if isinstance(n.op, ast.Mult):
+                return a * b
+            if isinstance(n.op, ast.FloorDiv):
+                return tirx.floordiv(a, b)
+            return tirx.floormod(a, b)
+
+        return conv(D.parse(d))
+
+    def sinfo(self, ty: Ty):
+        _, relax, _ = _tvm()
+        if isinstance(ty, TupleTy):
+            return relax.TupleType([self.sinfo(f) for f in ty.fields])
+        dtype = ty.dtype or None
+        if ty.shape is None:
+            return relax.TensorType(None, dtype, ndim=ty.ndim)
+        return relax.TensorType([self.dim(d) for d in ty.shape], dtype)
+
+
+def _arg(scope: _Scope, a):
+    """Turn a catalogue marker (or a plain value) into what the relax.op builder takes."""
+    _, relax, _ = _tvm()
+    if isinstance(a, ShapeArg):
+        return [scope.dim(d) for d in a.dims]
+    if isinstance(a, ConstArg):
+        return relax.const(np.array(a.value, dtype=np_dtype(a.dtype)), a.dtype)
+    if isinstance(a, TupleArg):
+        return relax.Tuple([_arg(scope, x) for x in a.items])
+    if isinstance(a, PrimArg):
+        v = a.value
+        return relax.PrimValue(scope.dim(v) if isinstance(v, (str,)) else
+                               _tvm()[2].IntImm(a.dtype, v) if isinstance(v, int) else v)
+    if isinstance(a, list):
+        return [_arg(scope, x) for x in a]
+    return a
+
+
+def _builder(path: str):
+    _, relax, _ = _tvm()
+    obj = relax.op
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def op_expr(op: str, args: list, attrs: dict, scope: _Scope):
+    spec = CATALOGUE[op]
+    pos, kw = spec.call(list(args), dict(attrs))
+    pos = [_arg(scope, a) for a in pos]
+    kw = {k: _arg(scope, v) for k, v in kw.items()}
+    return _builder(spec.builder)(*pos, **kw)
+
+
+def _node_expr(node, env: dict, scope: _Scope, gvars: dict, bb):
+    _, relax, _ = _tvm()
+    args = [env[a] for a in node.args]
+    if node.op == "tuple":
+        return relax.Tuple(args)
+    if node.op == "get_item":
+        return relax.TupleGetItem(args[0], int(node.attrs["index"]))
+    if node.op == "call":
+        return relax.Call(gvars[node.attrs["func"]], args)
+    if node.op == "const":
+        t = ty_from_json(node.attrs["ty"])
+        shape = [int(d) for d in t.shape]
+        return relax.const(np.full(shape, node.attrs["value"], dtype=np_dtype(t.dtype)), t.dtype)
+    if node.op in CATALOGUE:
+        return op_expr(node.op, args, node.attrs, scope)
+    raise MaterializeError(f"unknown op {node.op!r} in node {node.name}")
+
+
+def _build_function(bb, f: Function, gvars: dict, private: bool):
+    _, relax, _ = _tvm()
+    scope = _Scope()
+    params = [relax.Var(p.name, scope.sinfo(p.ty)) for p in f.params]
+    env: dict[str, Any] = {p.name: v for p, v in zip(f.params, params)}
+    # A value defined in a dataflow block and used after it must be a block output.
+    used_later: set[str] = {f.ret}
+    for i, b in enumerate(f.blocks):
+        for later in f.blocks[i + 1:]:
+            for n in later.nodes:
+                used_later.update(n.args)
+    with bb.function(f.name, params, private=private):
+        for block in f.blocks:
+            if block.dataflow:
+                with bb.dataflow():
+                    outs = _emit_block(bb, block, env, scope, gvars, used_later)
+                    for n in outs:
+                        env[n] = bb.emit_output(env[n], name_hint=n)
+            else:
+                _emit_block(bb, block, env, scope, gvars, used_later)
+        bb.emit_func_output(env[f.ret])
+
+
+def _emit_block(bb, block, env, scope, gvars, used_later) -> list[str]:
+    _, relax, _ = _tvm()
+    outs = []
+    for node in block.nodes:
+        if node.op == "match_cast":
+            t = ty_from_json(node.attrs["ty"])
+            env[node.name] = bb.match_cast(env[node.args[0]], scope.sinfo(t), name_hint=node.name)
+        else:
+            expr = _node_expr(node, env, scope, gvars, bb)
+            if node.annot is not None:
+                # An explicit annotation, kept even where it disagrees with inference.
+                expr = bb.normalize(expr)
+                cls = relax.DataflowVar if block.dataflow else relax.Var
+                var = cls(node.name, scope.sinfo(node.annot))
+                bb.emit_normalized(relax.VarBinding(var, expr))
+                env[node.name] = var
+            else:
+                env[node.name] = bb.emit(expr, name_hint=node.name)
+        if block.dataflow and node.name in used_later:
+            outs.append(node.name)
+    return outs
+
+
+def materialize(program: Program):
+    """Build the IRModule for ``program`` (functions other than the entry are private)."""
+    tvm, relax, _ = _tvm()
+    bb = relax.BlockBuilder()
+    gvars: dict[str, Any] = {}
+    # Callees first, so calls can name their GlobalVar.
+    order = [f for f in program.functions if f.name != program.entry] + [program.main]
+    for f in _call_order(program, order):
+        _build_function(bb, f, gvars, private=f.name != program.entry)
+        gvars[f.name] = bb.get().get_global_var(f.name)
+    return bb.get()
+
+
+def _call_order(program: Program, funcs: list[Function]) -> list[Function]:
+    done: list[Function] = []
+    seen: set[str] = set()
+
+    def visit(f: Function):
+        if f.name in seen:
+            return
+        seen.add(f.name)
+        for n in f.nodes():
+            if n.op == "call":
+                visit(program.func(n.attrs["func"]))
+        done.append(f)
+
+    for f in funcs:
+        visit(f)
+    return done
+
+
+def to_script(mod) -> str:
+    return mod.script(show_meta=True)
+
+
+def from_script(text: str):
+    """Parse TVMScript. It evaluates Python: call only on trusted text or inside the sandbox."""
+    tvm, _, _ = _tvm()
+    return tvm.script.from_source(text)
+
+
+def struct_info_of(mod, func: str = "main"):
+    """The TVM-inferred types of each named binding, in model form (for shape-rule tests)."""
+    _, relax, _ = _tvm()
+    out = {}
+    f = mod[func]
+
+    def visit(b):
+        out[b.var.name] = sinfo_to_ty(b.var.ty)
+
+    for block in f.body.blocks:
+        for b in block.bindings:
+            visit(b)
+    return out
+
+
+def sinfo_to_ty(si) -> Ty:
+    _, relax, _ = _tvm()
+    if isinstance(si, relax.TupleType):
+        return TupleTy([sinfo_to_ty(f) for f in si.fields])
+    if isinstance(si, relax.TensorType):
+        shape = None
+        if si.shape is not None and isinstance(si.shape, relax.ShapeExpr):
+            shape = [_prim_to_dim(v) for v in si.shape.values]
+        dtype = "" if si.dtype is None else str(si.dtype)
+        return TensorTy(shape, dtype, si.ndim)
+    raise MaterializeError(f"unsupported struct info {type(si).__name__}")
+
+
+def _prim_to_dim(e) -> D.Dim:
+    _, _, tirx = _tvm()
+    if isinstance(e, tirx.IntImm):
+        return int(e.value)
+    return _prim_str(e)
+
+
+def _prim_str(e) -> str:
+    _, _, tirx = _tvm()
+    if isinstance(e, tirx.IntImm):
+        return str(int(e.value))
+    if isinstance(e, tirx.Var):
+        return e.name
+    ops = {tirx.Add: "+", tirx.Sub: "-", tirx.Mul: "*", tirx.FloorDiv: "//", tirx.FloorMod: "%"}
+    for cls, sym in ops.items():
+        if isinstance(e, cls):
+            return f"({_prim_str(e.a)} {sym} {_prim_str(e.b)})"
+    if isinstance(e, (tirx.Max, tirx.Min)):
+        fn = "max" if isinstance(e, tirx.Max) else "min"
+        return f"{fn}({_prim_str(e.a)}, {_prim_str(e.b)})"
+    if isinstance(e, tirx.Cast):
+        return _prim_str(e.value)
+    raise MaterializeError(f"unsupported dim expression {e}")
+
+
+def eval_dim_text(text: str, env: dict) -> int:
+    """Evaluate a dim printed by ``_prim_str`` (it may use max/min) under ``env``."""
+    if isinstance(text, int):
+        return text
+    tree = ast.parse(text, mode="eval")
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and not (isinstance(n.func, ast.Name)
+                                            and n.func.id in ("max", "min")):
+            raise MaterializeError(f"unexpected call in dim {text!r}")
+        if isinstance(n, ast.Attribute):
+            raise MaterializeError(f"unexpected attribute in dim {text!r}")
+    return int(eval(compile(tree, "<dim>", "eval"), {"__builtins__": {}, "max": max, "min": min},
+                    dict(env)))

@@ -1,0 +1,229 @@
+"""The program model: a test program as plain, JSON-serializable data.
+
+Everything in tvmfuzz consumes this: the generator writes it, ``fuzz.materialize`` turns it into
+an IRModule for the installed TVM, ``fuzz.reference`` runs it in numpy, the worker ships it
+between machines, and the reducer edits it. It imports nothing from TVM on purpose: a case
+written today must load under another TVM release.
+
+A function is a list of blocks of nodes. Each node binds one value by name; ``op`` is either a
+catalogue op name (``"relax.add"``) or one of the structural ops in ``STRUCTURAL_OPS``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+from .dims import Dim, free_vars
+
+SCHEMA_VERSION = 1
+
+# Structural (non-catalogue) node ops and the attrs each takes.
+STRUCTURAL_OPS = {
+    "tuple",       # args: fields
+    "get_item",    # attrs: index
+    "match_cast",  # attrs: ty (a type in JSON form)
+    "call",        # attrs: func (name of a function in the program)
+    "const",       # attrs: value (a number, broadcast to ty's shape), ty
+}
+
+
+@dataclass
+class TensorTy:
+    """A tensor type. ``shape=None`` with ``ndim=-1`` is ``R.Tensor`` with unknown rank;
+    ``shape=None`` with ``ndim>=0`` is ndim-only; ``dtype=""`` is unknown dtype."""
+
+    shape: Optional[list[Dim]]
+    dtype: str
+    ndim: int = -1
+
+    def __post_init__(self):
+        if self.shape is not None:
+            self.shape = list(self.shape)
+            self.ndim = len(self.shape)
+
+    @property
+    def rank(self) -> int:
+        return self.ndim
+
+    def known(self) -> bool:
+        return self.shape is not None and self.dtype != ""
+
+    def to_json(self) -> dict:
+        return {"kind": "tensor", "shape": self.shape, "dtype": self.dtype, "ndim": self.ndim}
+
+
+@dataclass
+class TupleTy:
+    fields: list["Ty"]
+
+    def to_json(self) -> dict:
+        return {"kind": "tuple", "fields": [f.to_json() for f in self.fields]}
+
+
+Ty = Union[TensorTy, TupleTy]
+
+
+def ty_from_json(d: dict) -> Ty:
+    if d["kind"] == "tensor":
+        return TensorTy(d["shape"], d["dtype"], d.get("ndim", -1))
+    if d["kind"] == "tuple":
+        return TupleTy([ty_from_json(f) for f in d["fields"]])
+    raise ValueError(f"unknown type kind {d['kind']!r}")
+
+
+def ty_vars(ty: Ty) -> list[str]:
+    if isinstance(ty, TupleTy):
+        return sorted({v for f in ty.fields for v in ty_vars(f)})
+    return sorted({v for d in (ty.shape or []) for v in free_vars(d)})
+
+
+@dataclass
+class Param:
+    name: str
+    ty: Ty
+    # Range of input values the case is run with; ops with a restricted domain (log, sqrt,
+    # integer division) rely on it, so it is part of the case.
+    lo: float = -2.0
+    hi: float = 2.0
+    # The type inputs are made with, when ``ty`` leaves shape or dtype unknown (a parameter
+    # annotated ``R.Tensor(ndim=2)`` still receives a concrete tensor at run time).
+    actual: Optional[Ty] = None
+
+    @property
+    def runtime_ty(self) -> Ty:
+        return self.actual or self.ty
+
+
+@dataclass
+class Node:
+    name: str
+    op: str
+    args: list[str]
+    attrs: dict[str, Any] = field(default_factory=dict)
+    ty: Optional[Ty] = None      # the type the catalogue's shape rule infers
+    annot: Optional[Ty] = None   # an explicit annotation; near-valid mode makes it disagree
+
+
+@dataclass
+class Block:
+    dataflow: bool
+    nodes: list[Node]
+
+
+@dataclass
+class Function:
+    name: str
+    params: list[Param]
+    blocks: list[Block]
+    ret: str
+
+    def nodes(self):
+        for b in self.blocks:
+            yield from b.nodes
+
+    def node(self, name: str) -> Node:
+        for n in self.nodes():
+            if n.name == name:
+                return n
+        raise KeyError(name)
+
+    def value_types(self) -> dict[str, Ty]:
+        tys: dict[str, Ty] = {p.name: p.ty for p in self.params}
+        for n in self.nodes():
+            tys[n.name] = n.annot or n.ty
+        return tys
+
+
+@dataclass
+class Program:
+    functions: list[Function]
+    entry: str = "main"
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def func(self, name: str) -> Function:
+        for f in self.functions:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+    @property
+    def main(self) -> Function:
+        return self.func(self.entry)
+
+    def ops(self) -> list[str]:
+        return [n.op for f in self.functions for n in f.nodes() if n.op not in STRUCTURAL_OPS]
+
+    # --- JSON: the canonical form of a case ---------------------------------------------
+    def to_json(self) -> dict:
+        def ty(t):
+            return None if t is None else t.to_json()
+
+        return {
+            "schema": SCHEMA_VERSION,
+            "entry": self.entry,
+            "meta": self.meta,
+            "functions": [
+                {
+                    "name": f.name,
+                    "ret": f.ret,
+                    "params": [_param_json(p, ty) for p in f.params],
+                    "blocks": [
+                        {"dataflow": b.dataflow,
+                         "nodes": [_node_json(n, ty) for n in b.nodes]}
+                        for b in f.blocks
+                    ],
+                }
+                for f in self.functions
+            ],
+        }
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=1, sort_keys=True)
+
+    @staticmethod
+    def from_json(d: dict) -> "Program":
+        if d.get("schema") != SCHEMA_VERSION:
+            raise ValueError(f"unsupported case schema {d.get('schema')!r}")
+
+        def ty(t):
+            return None if t is None else ty_from_json(t)
+
+        funcs = []
+        for f in d["functions"]:
+            params = [Param(p["name"], ty(p["ty"]), p.get("lo", -2.0), p.get("hi", 2.0),
+                            ty(p.get("actual")))
+                      for p in f["params"]]
+            blocks = [Block(b["dataflow"],
+                            [Node(n["name"], n["op"], list(n["args"]), dict(n.get("attrs", {})),
+                                  ty(n.get("ty")), ty(n.get("annot")))
+                             for n in b["nodes"]])
+                      for b in f["blocks"]]
+            funcs.append(Function(f["name"], params, blocks, f["ret"]))
+        return Program(funcs, d.get("entry", "main"), dict(d.get("meta", {})))
+
+    @staticmethod
+    def loads(s: str) -> "Program":
+        return Program.from_json(json.loads(s))
+
+    def copy(self) -> "Program":
+        return Program.from_json(self.to_json())
+
+
+def _param_json(p: Param, ty) -> dict:
+    d = {"name": p.name, "ty": ty(p.ty), "lo": p.lo, "hi": p.hi}
+    if p.actual is not None:
+        d["actual"] = ty(p.actual)
+    return d
+
+
+def _node_json(n: Node, ty) -> dict:
+    d = {"name": n.name, "op": n.op, "args": n.args, "attrs": n.attrs, "ty": ty(n.ty)}
+    if n.annot is not None:
+        d["annot"] = ty(n.annot)
+    return d
+
+
+def replace(obj, **kw):
+    return dataclasses.replace(obj, **kw)

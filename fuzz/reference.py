@@ -1,0 +1,121 @@
+"""The numpy reference: runs a program model with each op's catalogue reference, and says how
+closely TVM's results must match (the numeric oracle's expectations)."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import dims as D
+from .catalogue import CATALOGUE
+from .catalogue.spec import DEFAULT_TOL, cast, is_float, np_dtype
+from .model import Function, Program, TensorTy, TupleTy, ty_from_json
+
+
+class ReferenceError(Exception):
+    """The reference could not run the program (a generator or catalogue defect)."""
+
+
+def run_function(program: Program, f: Function, args: list, env: dict) -> Any:
+    vals: dict[str, Any] = {p.name: a for p, a in zip(f.params, args)}
+    env = dict(env)
+    for n in f.nodes():
+        xs = [vals[a] for a in n.args]
+        try:
+            vals[n.name] = _eval(program, n, xs, env)
+        except ReferenceError:
+            raise
+        except Exception as e:  # noqa: BLE001 - any numpy failure is a catalogue defect
+            raise ReferenceError(f"{n.op} ({n.name}): {type(e).__name__}: {e}") from e
+    return vals[f.ret]
+
+
+def _eval(program, n, xs, env):
+    if n.op == "tuple":
+        return tuple(xs)
+    if n.op == "get_item":
+        return xs[0][int(n.attrs["index"])]
+    if n.op == "call":
+        return run_function(program, program.func(n.attrs["func"]), xs, env)
+    if n.op == "match_cast":
+        t = ty_from_json(n.attrs["ty"])
+        x = xs[0]
+        if t.shape is not None:
+            if len(t.shape) != x.ndim:
+                raise ReferenceError(f"match_cast {n.name}: rank {x.ndim} != {len(t.shape)}")
+            for d, s in zip(t.shape, x.shape):
+                if isinstance(d, str) and D.free_vars(d) == [d] and d not in env:
+                    env[d] = s
+                elif D.evaluate(d, env) != s:
+                    raise ReferenceError(f"match_cast {n.name}: shape {x.shape} != {t.shape}")
+        return x
+    if n.op == "const":
+        t = ty_from_json(n.attrs["ty"])
+        return np.full([D.evaluate(d, env) for d in t.shape], n.attrs["value"],
+                       dtype=np_dtype(t.dtype))
+    spec = CATALOGUE[n.op]
+    out = spec.reference(xs, n.attrs, env=env) if spec.uses_env else spec.reference(xs, n.attrs)
+    return _conform(out, n.ty, env)
+
+
+def _conform(out, ty, env):
+    """Cast to the dtype the shape rule promised; check its shape, too."""
+    if isinstance(ty, TupleTy):
+        return tuple(_conform(o, t, env) for o, t in zip(out, ty.fields))
+    out = cast(out, ty.dtype)
+    if ty.shape is not None:
+        want = tuple(D.evaluate(d, env) for d in ty.shape)
+        if out.shape != want:
+            raise ReferenceError(f"reference gave shape {out.shape}, shape rule {want}")
+    return out
+
+
+def run(program: Program, args: list, env: dict) -> Any:
+    return run_function(program, program.main, args, env)
+
+
+def flatten(x) -> list:
+    if isinstance(x, (tuple, list)):
+        return [y for item in x for y in flatten(item)]
+    return [x]
+
+
+# --- tolerances ---------------------------------------------------------------------------
+def tolerance(program: Program, dtype: str) -> tuple[float, float]:
+    """The loosest (rtol, atol) of any op in the program for ``dtype``: error accumulates
+    along chains, so the looser bound of the path applies to the output."""
+    rtol, atol = DEFAULT_TOL.get(dtype, (0.0, 0.0))
+    if not is_float(dtype):
+        return (0.0, 0.0)
+    for op in program.ops():
+        t = CATALOGUE[op].tol.get(dtype)
+        if t:
+            rtol, atol = max(rtol, t[0]), max(atol, t[1])
+    return rtol, atol
+
+
+def compare(program: Program, expected: list[np.ndarray], actual: list[np.ndarray]):
+    """None when the outputs agree, else a one-line description of the first difference."""
+    if len(expected) != len(actual):
+        return f"{len(actual)} outputs, expected {len(expected)}"
+    for i, (e, a) in enumerate(zip(expected, actual)):
+        e = np.asarray(e)
+        a = np.asarray(a)
+        if e.shape != a.shape:
+            return f"output {i}: shape {a.shape}, expected {e.shape}"
+        dt = "bfloat16" if "bfloat16" in str(e.dtype) else str(e.dtype)
+        if is_float(dt):
+            rtol, atol = tolerance(program, dt)
+            ef, af = e.astype(np.float64), a.astype(np.float64)
+            ok = np.isclose(af, ef, rtol=rtol, atol=atol, equal_nan=True)
+            if not ok.all():
+                j = np.unravel_index(np.argmin(ok), ok.shape) if ok.ndim else ()
+                return (f"output {i} ({dt}): {int((~ok).sum())}/{ok.size} differ; at {tuple(map(int, j))}"
+                        f" got {af[j]!r}, expected {ef[j]!r} (rtol={rtol}, atol={atol})")
+        else:
+            if not np.array_equal(e, a):
+                bad = e != a
+                j = np.unravel_index(np.argmax(bad), bad.shape) if bad.ndim else ()
+                return (f"output {i} ({dt}): {int(bad.sum())}/{bad.size} differ; at "
+                        f"{tuple(map(int, j))} got {a[j]!r}, expected {e[j]!r}")
+    return None

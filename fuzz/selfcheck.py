@@ -1,0 +1,123 @@
+"""Check catalogue specs against the installed TVM: for programs built from one op, the shape
+rule must equal the type TVM infers, and the numpy reference must match TVM's result.
+
+Used by the property tests (tests/test_catalogue.py) and by ``tvmfuzz catalogue --check``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from . import dims as D
+from .choice import Chooser, RandomChooser
+from .generate import GenContext, apply_op
+from .catalogue import CATALOGUE
+from .inputs import make_inputs
+from .model import Block, Function, Program, TensorTy, TupleTy, Ty
+
+
+@dataclass
+class Problem:
+    op: str
+    seed: int
+    what: str            # "shape-rule", "build", "numeric", "no-sample"
+    detail: str
+    program: Optional[Program] = None
+
+
+def single_op_program(op: str, ch: Chooser, allow_sym: Optional[bool] = None) -> Optional[Program]:
+    ctx = GenContext(ch, "valid", allow_sym=ch.boolean(0.4) if allow_sym is None else allow_sym)
+    node = None
+    for _ in range(20):
+        node = apply_op(ctx, CATALOGUE[op])
+        if node is not None:
+            break
+    if node is None:
+        return None
+    items = [n for n in ctx.nodes if n.op == "get_item"]
+    ret = node.name
+    if isinstance(node.ty, TupleTy):
+        if not items:
+            return None
+        ret = ctx.add_node("tuple", [n.name for n in items], {},
+                           TupleTy([n.ty for n in items])).name
+    f = Function("main", ctx.params, [Block(True, ctx.nodes)], ret)
+    return Program([f], "main", {"generator": 0, "mode": "valid", "seed": None})
+
+
+def _same_ty(ours: Ty, tvms: Ty, env: dict) -> bool:
+    from .materialize import eval_dim_text
+
+    if isinstance(ours, TupleTy) or isinstance(tvms, TupleTy):
+        return (isinstance(ours, TupleTy) and isinstance(tvms, TupleTy)
+                and len(ours.fields) == len(tvms.fields)
+                and all(_same_ty(a, b, env) for a, b in zip(ours.fields, tvms.fields)))
+    if ours.dtype != tvms.dtype or tvms.shape is None or len(ours.shape) != len(tvms.shape):
+        return False
+    return all(D.evaluate(a, env) == eval_dim_text(b, env) for a, b in zip(ours.shape, tvms.shape))
+
+
+def check_op(op: str, seeds=range(10), run: bool = True) -> list[Problem]:
+    import tvm
+    from tvm import relax
+
+    from worker.execute import compile_and_run
+    from .materialize import materialize, struct_info_of
+
+    problems: list[Problem] = []
+    sampled = 0
+    for seed in seeds:
+        prog = single_op_program(op, RandomChooser(seed))
+        if prog is None:
+            continue
+        sampled += 1
+        try:
+            mod = materialize(prog)
+        except Exception as e:  # noqa: BLE001
+            problems.append(Problem(op, seed, "materialize", f"{type(e).__name__}: {e}"[:500], prog))
+            continue
+        env, _ = make_inputs(prog, seed)
+        inferred = struct_info_of(mod)
+        for n in prog.main.nodes():
+            t = inferred.get(n.name)
+            if t is not None and n.ty is not None and not _same_ty(n.ty, t, env):
+                problems.append(Problem(op, seed, "shape-rule",
+                                        f"{n.name}: rule {n.ty}, TVM {t}", prog))
+        if run:
+            o = compile_and_run(prog, input_seed=seed)
+            if o.verdict != "pass":
+                problems.append(Problem(op, seed, o.kind if o.kind != "crash" else o.stage,
+                                        f"{o.error_type}: {o.message}"[:500], prog))
+    if sampled == 0:
+        problems.append(Problem(op, -1, "no-sample", "sample() never succeeded"))
+    return problems
+
+
+def main(argv=None) -> int:
+    """``python -m fuzz.selfcheck [OP ...] [--seeds N]``: print problems per op."""
+    import argparse
+    import collections
+
+    ap = argparse.ArgumentParser(prog="python -m fuzz.selfcheck")
+    ap.add_argument("ops", nargs="*")
+    ap.add_argument("--seeds", type=int, default=8)
+    ap.add_argument("--family")
+    a = ap.parse_args(argv)
+    ops = a.ops or sorted(n for n, s in CATALOGUE.items() if not a.family or s.family == a.family)
+    bad = 0
+    for op in ops:
+        ps = check_op(op, range(a.seeds))
+        if ps:
+            bad += 1
+            kinds = collections.Counter(p.what for p in ps)
+            print(f"{op}: {dict(kinds)}")
+            for p in ps[:3]:
+                dt = sorted({t.dtype for t in (q.ty for q in p.program.main.params)}) \
+                    if p.program else []
+                print(f"   seed={p.seed} {p.what} dtypes={dt}: {p.detail[:300]}")
+    print(f"checked {len(ops)} ops, {bad} with problems")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,126 @@
+"""Compile and run one case in this process, stage by stage, and judge it.
+
+This is the unit of work the sandbox runs in a child process. Each stage is named so a failure
+says where TVM broke: materialize, well_formed, build, vm_load, run, compare.
+"""
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+from fuzz import reference
+from fuzz.inputs import make_inputs
+from fuzz.materialize import MaterializeError, materialize
+from fuzz.model import Program
+
+STAGES = ("materialize", "well_formed", "build", "vm_load", "run", "reference", "compare")
+
+
+@dataclass
+class Outcome:
+    verdict: str                  # "pass", "fail" (a finding), "invalid" (generator defect)
+    kind: str = ""               # crash, numeric, verifier_build, ...
+    stage: str = ""
+    error_type: str = ""
+    message: str = ""
+    throw_site: str = ""          # C++ file:line of TVM's throw, when there is one
+    detail: str = ""
+    seconds: float = 0.0
+    target: str = "llvm"
+    extra: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def tvm_throw_site(exc: BaseException) -> str:
+    """The C++ throw site: the one traceback frame whose file lies under TVM's ``src/``."""
+    for fr in reversed(traceback.extract_tb(exc.__traceback__)):
+        fn = fr.filename.replace("\\", "/")
+        if "/src/" in fn and not fn.endswith(".py") and not fn.endswith(".pxi"):
+            return f"{fn[fn.index('/src/') + 1:]}:{fr.lineno}"
+    return ""
+
+
+def _fail(stage: str, exc: BaseException, kind: str = "crash", verdict: str = "fail",
+          **kw) -> Outcome:
+    msg = str(exc).strip()
+    return Outcome(verdict, kind, stage, type(exc).__name__, msg.splitlines()[0] if msg else "",
+                   tvm_throw_site(exc), msg[-4000:], **kw)
+
+
+def _to_numpy(x):
+    import tvm
+
+    if isinstance(x, (list, tuple)) or type(x).__name__ == "Array":
+        return [_to_numpy(v) for v in x]
+    if isinstance(x, tvm.runtime.Tensor):
+        return x.numpy()
+    return np.asarray(x)
+
+
+def compile_and_run(program: Program, target: Any = "llvm", input_seed: int = 0,
+                    check_well_formed: bool = True) -> Outcome:
+    import tvm
+    from tvm import relax
+
+    t0 = time.perf_counter()
+    near_valid = program.meta.get("mode") == "near-valid"
+
+    def done(o: Outcome) -> Outcome:
+        o.seconds = time.perf_counter() - t0
+        o.target = str(target)
+        return o
+
+    try:
+        mod = materialize(program)
+    except (MaterializeError, ValueError, TypeError, tvm.error.DiagnosticError) as e:
+        # TVM rejected the program while it was being built: the generator's mistake.
+        return done(_fail("materialize", e, "generator", "invalid"))
+    except Exception as e:  # noqa: BLE001
+        return done(_fail("materialize", e))
+    wf = True
+    if check_well_formed:
+        try:
+            # Returns None when well-formed (0.27); raises, or returns False, when not.
+            wf = relax.analysis.well_formed(mod) is not False
+        except Exception as e:  # noqa: BLE001
+            if not near_valid:
+                return done(_fail("well_formed", e))
+            wf = False
+    try:
+        ex = tvm.compile(mod, target=target)
+    except Exception as e:  # noqa: BLE001
+        kind = "verifier_build" if wf and near_valid else "crash"
+        return done(_fail("build", e, kind=kind, extra={"well_formed": wf}))
+    try:
+        vm = relax.VirtualMachine(ex, tvm.cpu())
+    except Exception as e:  # noqa: BLE001
+        return done(_fail("vm_load", e))
+    try:
+        env, args = make_inputs(program, input_seed)
+    except Exception as e:  # noqa: BLE001
+        return done(_fail("reference", e, "generator", "invalid"))
+    try:
+        out = vm[program.entry](*[tvm.runtime.tensor(a) for a in args])
+        actual = reference.flatten(_to_numpy(out))
+    except Exception as e:  # noqa: BLE001
+        return done(_fail("run", e))
+    if not wf:
+        # Ill-formed by the verifier's word, yet it built and ran.
+        return done(Outcome("fail", "verifier_build", "well_formed", "", "ill-formed module "
+                            "builds and runs", "", ""))
+    if near_valid:
+        return done(Outcome("pass"))
+    try:
+        expected = reference.flatten(reference.run(program, args, env))
+    except Exception as e:  # noqa: BLE001
+        return done(_fail("reference", e, "generator", "invalid"))
+    diff = reference.compare(program, expected, actual)
+    if diff:
+        return done(Outcome("fail", "numeric", "compare", "", diff.split(";")[0], "", diff))
+    return done(Outcome("pass"))
