@@ -189,7 +189,10 @@ def apply_op(ctx: GenContext, spec: OpSpec) -> Optional[Node]:
     if not _type_ok(out):
         _rollback(ctx, mark)
         return None
-    lo, hi = spec.interval(ins, attrs, out)
+    try:
+        lo, hi = spec.interval(ins, attrs, out)
+    except (ArithmeticError, ValueError):   # an interval rule meeting inf: bounds unknown
+        lo, hi = -math.inf, math.inf
     if isinstance(out, TensorTy) and not within(out.dtype, lo, hi):
         if ctx.mode == "valid":   # would overflow or leave the op's domain downstream
             _rollback(ctx, mark)

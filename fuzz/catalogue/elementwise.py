@@ -162,6 +162,8 @@ def _quotients(alo, ahi, blo, bhi):
 
 def _bit_bound(alo, ahi, blo, bhi):
     m = max(abs(alo), abs(ahi), abs(blo), abs(bhi), 1)
+    if math.isinf(m):
+        return (-INF, INF)
     p = 2 ** math.ceil(math.log2(m + 1))
     return (-p, p) if min(alo, blo) < 0 else (0, p)
 

@@ -1,0 +1,183 @@
+"""The ``tvmfuzz`` command line.
+
+Click handles parsing (subcommands, types, help); ``main`` turns its usage errors into the
+one-line ``tvmfuzz: error: ...`` with exit status 2 that scripts and CI steps rely on.
+"""
+from __future__ import annotations
+
+import collections
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from . import GENERATOR_VERSION
+
+
+def parse_duration(text: str) -> float:
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", str(text))
+    if not m:
+        raise click.BadParameter(f"{text!r} is not a duration (e.g. 90, 30s, 10m, 2h)")
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
+class Duration(click.ParamType):
+    name = "duration"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, (int, float)):
+            return float(value)
+        try:
+            return parse_duration(value)
+        except click.BadParameter as e:
+            self.fail(str(e.message), param, ctx)
+
+
+def _out_dir(path: str) -> Path:
+    """Create the output directory now, so an unwritable one fails before any work."""
+    out = Path(path)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".tvmfuzz-write-test"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as e:
+        raise click.UsageError(f"cannot write to output directory {path}: {e.strerror or e}")
+    return out
+
+
+MODES = click.Choice(["valid", "near-valid"])
+
+
+@click.group()
+@click.version_option(package_name="tvmfuzz")
+def cli():
+    """Fuzz the Apache TVM compiler with random Relax programs."""
+
+
+def shape_kinds(program) -> list[str]:
+    from .model import TensorTy
+
+    kinds = []
+    for f in program.functions:
+        for p in f.params:
+            t = p.ty
+            if not isinstance(t, TensorTy):
+                kinds.append("tuple")
+            elif t.shape is None:
+                kinds.append("ndim-only" if t.ndim >= 0 else "unknown")
+            elif all(isinstance(d, int) for d in t.shape):
+                kinds.append("static")
+            else:
+                kinds.append("symbolic")
+    return kinds
+
+
+def print_histograms(ops, dtypes, kinds, n_cases, top=25) -> None:
+    click.echo(f"{n_cases} cases, {sum(ops.values())} op nodes, {len(ops)} distinct ops")
+    click.echo("ops:")
+    for op, c in ops.most_common(top):
+        click.echo(f"  {c:6d}  {op}")
+    if len(ops) > top:
+        click.echo(f"  ... {len(ops) - top} more ops (least used: "
+                   + ", ".join(f"{o} {c}" for o, c in ops.most_common()[-3:]) + ")")
+    click.echo("dtypes (parameters):")
+    for d, c in dtypes.most_common():
+        click.echo(f"  {c:6d}  {d or 'unknown'}")
+    click.echo("shape kinds (parameters):")
+    for k, c in kinds.most_common():
+        click.echo(f"  {c:6d}  {k}")
+
+
+@cli.command()
+@click.option("--count", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="first case seed")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False))
+@click.option("--mode", type=MODES, default="valid", show_default=True)
+@click.option("--ops", type=int, default=None, help="op nodes per program (default: random)")
+def gen(count, seed, out, mode, ops):
+    """Generate COUNT programs: one JSON (canonical) and one TVMScript file per case."""
+    from .generate import generate
+    from .materialize import materialize, to_script
+
+    out_dir = _out_dir(out)
+    op_hist, dt_hist, kind_hist = collections.Counter(), collections.Counter(), collections.Counter()
+    failed = 0
+    for i in range(count):
+        s = seed + i
+        prog = generate(s, mode=mode, n_ops=ops)
+        stem = out_dir / f"case_{s:06d}"
+        stem.with_suffix(".json").write_text(prog.dumps())
+        try:
+            stem.with_suffix(".py").write_text(to_script(materialize(prog)))
+        except Exception as e:  # noqa: BLE001 - the JSON is kept; the failure is reported
+            failed += 1
+            click.echo(f"case {s}: could not materialize: {type(e).__name__}: "
+                       f"{str(e).splitlines()[0] if str(e) else ''}", err=True)
+        op_hist.update(prog.ops())
+        dt_hist.update(p.ty.dtype for f in prog.functions for p in f.params
+                       if hasattr(p.ty, "dtype"))
+        kind_hist.update(shape_kinds(prog))
+    print_histograms(op_hist, dt_hist, kind_hist, count)
+    click.echo(f"wrote {count} cases to {out_dir} (generator v{GENERATOR_VERSION}, mode {mode})"
+               + (f"; {failed} could not be materialized" if failed else ""))
+
+
+@cli.command()
+@click.option("--time", "budget", type=Duration(), default="60s", show_default=True,
+              help="wall-clock budget, e.g. 90, 30s, 10m")
+@click.option("--out", "out", default="runs/latest", show_default=True,
+              type=click.Path(file_okay=False))
+@click.option("--seed", type=int, default=0, show_default=True, help="first case seed")
+@click.option("--mode", type=MODES, default=None,
+              help="generate only this mode (default: mostly valid, some near-valid)")
+def run(budget, out, seed, mode):
+    """Generate, compile for llvm, run, compare with numpy; list the failures seen."""
+    from worker.campaign import run_campaign
+
+    out_dir = _out_dir(out)
+    summary = run_campaign(budget, out_dir, seed, mode, echo=click.echo)
+    sys.exit(0 if summary is not None else 1)
+
+
+@cli.command(name="catalogue")
+@click.option("--check", is_flag=True, help="check every spec against the installed TVM")
+@click.option("--seeds", type=click.IntRange(min=1), default=4, show_default=True)
+def catalogue_cmd(check, seeds):
+    """List the op catalogue (by family), or check it against TVM."""
+    from .catalogue import CATALOGUE
+
+    if check:
+        from .selfcheck import main as selfcheck_main
+
+        sys.exit(selfcheck_main(["--seeds", str(seeds)]))
+    fams = collections.defaultdict(list)
+    for name, spec in CATALOGUE.items():
+        fams[spec.family].append(name)
+    for fam, names in fams.items():
+        click.echo(f"{fam} ({len(names)}): " + " ".join(n[len("relax."):] for n in names))
+    click.echo(f"{len(CATALOGUE)} ops")
+
+
+def main(argv=None) -> int:
+    try:
+        cli.main(args=argv, prog_name="tvmfuzz", standalone_mode=False)
+    except click.UsageError as e:
+        click.echo(f"tvmfuzz: error: {e.format_message()}", err=True)
+        return 2
+    except click.Abort:
+        click.echo("tvmfuzz: interrupted", err=True)
+        return 130
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except click.ClickException as e:
+        click.echo(f"tvmfuzz: error: {e.format_message()}", err=True)
+        return e.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

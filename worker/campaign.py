@@ -1,0 +1,90 @@
+"""A local fuzz campaign: generate, compile and run, judge, keep every failure.
+
+First version (embedded default, one process for the cases): the campaigns issue grows it
+into N worker processes, the corpus store and the live display.
+"""
+from __future__ import annotations
+
+import collections
+import json
+import random
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+from fuzz.generate import generate
+from fuzz.materialize import materialize, to_script
+
+NEAR_VALID_SHARE = 0.15
+
+
+def case_mode(seed: int, mode: Optional[str]) -> str:
+    if mode:
+        return mode
+    return "near-valid" if random.Random(seed).random() < NEAR_VALID_SHARE else "valid"
+
+
+def save_case(out_dir: Path, prog, outcome: dict) -> Path:
+    """Write a failing case as JSON (canonical), TVMScript (for people) and its outcome."""
+    kind = outcome.get("kind") or "unknown"
+    d = out_dir / "findings" / kind
+    d.mkdir(parents=True, exist_ok=True)
+    stem = d / f"case_{prog.meta.get('seed', 0):06d}"
+    stem.with_suffix(".json").write_text(prog.dumps())
+    try:
+        stem.with_suffix(".py").write_text(to_script(materialize(prog)))
+    except Exception:  # noqa: BLE001 - the JSON is the case; the script is a convenience
+        pass
+    stem.with_suffix(".outcome.json").write_text(json.dumps(outcome, indent=1))
+    return stem
+
+
+def run_campaign(budget_s: float, out_dir: Path, seed: int = 0, mode: Optional[str] = None,
+                 echo: Callable[[str], None] = print, runner=None) -> dict:
+    if runner is None:
+        from .sandbox_runner import default_runner
+
+        runner = default_runner()
+    t0 = time.monotonic()
+    counts: collections.Counter = collections.Counter()
+    failures: dict[tuple, list[int]] = collections.defaultdict(list)
+    last = t0
+    s = seed
+    try:
+        while time.monotonic() - t0 < budget_s:
+            prog = generate(s, mode=case_mode(s, mode))
+            outcome = runner(prog)
+            verdict = outcome.get("verdict", "fail")
+            counts[verdict] += 1
+            if verdict != "pass":
+                key = (verdict, outcome.get("kind", ""), outcome.get("stage", ""),
+                       outcome.get("error_type", ""), (outcome.get("message") or "")[:160])
+                failures[key].append(s)
+                save_case(out_dir, prog, outcome)
+            s += 1
+            if time.monotonic() - last > 10:
+                last = time.monotonic()
+                echo(f"[{last - t0:6.0f}s] {sum(counts.values())} cases "
+                     f"({sum(counts.values()) / (last - t0):.1f}/s), "
+                     f"pass {counts['pass']}, fail {counts['fail']}, invalid {counts['invalid']}")
+    finally:
+        close = getattr(runner, "close", None)
+        if close:
+            close()
+    total = sum(counts.values())
+    elapsed = time.monotonic() - t0
+    summary = {"cases": total, "seconds": round(elapsed, 1), "seeds": [seed, s - 1],
+               "verdicts": dict(counts),
+               "failures": [{"verdict": k[0], "kind": k[1], "stage": k[2], "error_type": k[3],
+                             "message": k[4], "count": len(v), "seeds": v[:10]}
+                            for k, v in sorted(failures.items(), key=lambda kv: -len(kv[1]))]}
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
+    echo(f"{total} cases in {elapsed:.0f}s: pass {counts['pass']}, fail {counts['fail']}, "
+         f"invalid (generator defects) {counts['invalid']}")
+    if failures:
+        echo("failures seen (count, verdict/kind/stage, first message line):")
+        for f in summary["failures"]:
+            echo(f"  {f['count']:4d}  {f['verdict']}/{f['kind']}/{f['stage']}  "
+                 f"{f['error_type']}: {f['message']}  (seeds {f['seeds'][:3]})")
+        echo(f"cases saved under {out_dir / 'findings'}")
+    return summary
