@@ -1,0 +1,60 @@
+"""Property tests of the op catalogue against the real TVM: for random one-op programs, the
+spec's shape rule equals the type TVM infers, and its numpy reference equals TVM's result."""
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fuzz import dims as D
+from fuzz.catalogue import CATALOGUE
+from fuzz.catalogue.known_bugs import match
+from fuzz.inputs import make_inputs
+from fuzz.materialize import materialize, struct_info_of
+from fuzz.selfcheck import _same_ty, check_op
+from fuzz.strategies import one_op_programs
+
+OPS = sorted(CATALOGUE)
+
+
+def test_catalogue_breadth():
+    assert len(CATALOGUE) >= 100
+    families = {s.family for s in CATALOGUE.values()}
+    assert {"elementwise", "reduce", "manipulate", "nn", "linalg"} <= families
+
+
+@pytest.mark.parametrize("op", OPS)
+@settings(max_examples=10)
+@given(data=st.data())
+def test_shape_rule_matches_tvm_inference(op, data):
+    prog = data.draw(one_op_programs(op))
+    if prog is None:
+        return
+    mod = materialize(prog)
+    env, _ = make_inputs(prog, 0)
+    inferred = struct_info_of(mod)
+    for n in prog.main.nodes():
+        t = inferred.get(n.name)
+        assert t is not None and _same_ty(n.ty, t, env), (
+            f"{n.name} = {n.op}{n.attrs}: rule {n.ty}, TVM {t}\n{mod.script()}")
+
+
+def _unexplained(op, seeds):
+    out = []
+    for p in check_op(op, seeds):
+        dtypes = {q.ty.dtype for q in p.program.main.params} if p.program else set()
+        if p.what != "shape-rule" and match(op, dtypes, p.detail):
+            continue
+        out.append(f"seed {p.seed} {p.what}: {p.detail}")
+    return out
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_reference_matches_tvm(op):
+    problems = _unexplained(op, range(2))
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op", OPS)
+def test_reference_matches_tvm_many_seeds(op):
+    problems = _unexplained(op, range(2, 14))
+    assert not problems, "\n".join(problems)
