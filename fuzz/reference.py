@@ -2,6 +2,7 @@
 closely TVM's results must match (the numeric oracle's expectations)."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -94,8 +95,43 @@ def tolerance(program: Program, dtype: str) -> tuple[float, float]:
     return rtol, atol
 
 
+def output_nodes(program: Program) -> list[str]:
+    """The names of the values behind the flattened outputs of the entry function."""
+    f = program.main
+    nodes = {n.name: n for n in f.nodes()}
+
+    def walk(name):
+        n = nodes.get(name)
+        if n is not None and n.op == "tuple":
+            return [x for a in n.args for x in walk(a)]
+        return [name]
+
+    return walk(f.ret)
+
+
+def numeric_key(program: Program, index: int) -> str:
+    """What a numeric difference is about, for its signature: the op that made the output."""
+    names = output_nodes(program)
+    nodes = {n.name: n for n in program.main.nodes()}
+    n = nodes.get(names[index]) if index < len(names) else None
+    while n is not None and n.op in ("get_item",):
+        n = nodes.get(n.args[0])
+    if n is None:
+        return "param"
+    ty = n.ty if isinstance(n.ty, TensorTy) else None
+    return f"{n.op}:{ty.dtype if ty else ''}"
+
+
 def compare(program: Program, expected: list[np.ndarray], actual: list[np.ndarray]):
-    """None when the outputs agree, else a one-line description of the first difference."""
+    """None when the outputs agree, else (output index, one-line description)."""
+    diff = _compare(program, expected, actual)
+    if diff is None:
+        return None
+    m = re.match(r"output (\d+)", diff)
+    return (int(m.group(1)) if m else 0), diff
+
+
+def _compare(program: Program, expected: list[np.ndarray], actual: list[np.ndarray]):
     if len(expected) != len(actual):
         return f"{len(actual)} outputs, expected {len(expected)}"
     for i, (e, a) in enumerate(zip(expected, actual)):

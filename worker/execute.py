@@ -17,12 +17,16 @@ from fuzz.inputs import make_inputs
 from fuzz.materialize import MaterializeError, materialize
 from fuzz.model import Program
 
+from .signature import signature
+
 STAGES = ("materialize", "well_formed", "build", "vm_load", "run", "reference", "compare")
 
 
 @dataclass
 class Outcome:
-    verdict: str                  # "pass", "fail" (a finding), "invalid" (generator defect)
+    # "pass"; "fail" (a finding); "invalid" (a generator defect: TVM refused to construct the
+    # program); "rejected" (a near-valid mutant that verifier and build both refuse)
+    verdict: str
     kind: str = ""               # crash, numeric, verifier_build, ...
     stage: str = ""
     error_type: str = ""
@@ -34,7 +38,9 @@ class Outcome:
     extra: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        d["signature"] = signature(d)
+        return d
 
 
 def tvm_throw_site(exc: BaseException) -> str:
@@ -92,11 +98,16 @@ def compile_and_run(program: Program, target: Any = "llvm", input_seed: int = 0,
             if not near_valid:
                 return done(_fail("well_formed", e))
             wf = False
+        if not wf and not near_valid:
+            return done(Outcome("fail", "ill_formed", "well_formed", "", "the verifier rejects "
+                                "a valid-by-construction program"))
     try:
         ex = tvm.compile(mod, target=target)
     except Exception as e:  # noqa: BLE001
-        kind = "verifier_build" if wf and near_valid else "crash"
-        return done(_fail("build", e, kind=kind, extra={"well_formed": wf}))
+        if not wf:
+            # Verifier and build agree the program is wrong: the expected outcome of a mutant.
+            return done(_fail("build", e, kind="rejected", verdict="rejected"))
+        return done(_fail("build", e, kind="verifier_build" if near_valid else "crash"))
     try:
         vm = relax.VirtualMachine(ex, tvm.cpu())
     except Exception as e:  # noqa: BLE001
@@ -122,5 +133,7 @@ def compile_and_run(program: Program, target: Any = "llvm", input_seed: int = 0,
         return done(_fail("reference", e, "generator", "invalid"))
     diff = reference.compare(program, expected, actual)
     if diff:
-        return done(Outcome("fail", "numeric", "compare", "", diff.split(";")[0], "", diff))
+        index, text = diff
+        return done(Outcome("fail", "numeric", "compare", "", text.split(";")[0], "", text,
+                            extra={"numeric_key": reference.numeric_key(program, index)}))
     return done(Outcome("pass"))
