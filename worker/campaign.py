@@ -56,7 +56,7 @@ def run_campaign(budget_s: float, out_dir: Path, seed: int = 0, mode: Optional[s
             outcome = runner(prog)
             verdict = outcome.get("verdict", "fail")
             counts[verdict] += 1
-            if verdict != "pass":
+            if verdict in ("fail", "invalid"):
                 key = (verdict, outcome.get("kind", ""), outcome.get("stage", ""),
                        outcome.get("error_type", ""), (outcome.get("message") or "")[:160])
                 failures[key].append(s)
@@ -80,7 +80,8 @@ def run_campaign(budget_s: float, out_dir: Path, seed: int = 0, mode: Optional[s
                             for k, v in sorted(failures.items(), key=lambda kv: -len(kv[1]))]}
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
     echo(f"{total} cases in {elapsed:.0f}s: pass {counts['pass']}, fail {counts['fail']}, "
-         f"invalid (generator defects) {counts['invalid']}")
+         f"invalid (generator defects) {counts['invalid']}, "
+         f"rejected (mutants both verifier and build refuse) {counts['rejected']}")
     if failures:
         echo("failures seen (count, verdict/kind/stage, first message line):")
         for f in summary["failures"]:

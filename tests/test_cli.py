@@ -1,0 +1,63 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from fuzz.cli import main
+
+
+def test_gen_writes_json_and_script_per_case_and_histograms(tmp_path, capsys):
+    assert main(["gen", "--count", "4", "--seed", "7", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for s in range(7, 11):
+        assert (tmp_path / f"case_{s:06d}.json").exists()
+        text = (tmp_path / f"case_{s:06d}.py").read_text()
+        assert "@I.ir_module" in text
+    assert "ops:" in out and "dtypes (parameters):" in out and "shape kinds (parameters):" in out
+
+
+def test_gen_is_deterministic(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    main(["gen", "--count", "3", "--seed", "3", "--out", str(a)])
+    main(["gen", "--count", "3", "--seed", "3", "--out", str(b)])
+    for f in sorted(a.iterdir()):
+        assert f.read_text() == (b / f.name).read_text()
+
+
+@pytest.mark.parametrize("argv", [
+    ["gen", "--count", "0", "--out", "x"],
+    ["gen", "--count", "3"],                       # --out missing
+    ["gen", "--count", "3", "--out", "x", "--mode", "bogus"],
+    ["run", "--time", "soon"],
+    ["frobnicate"],
+    ["gen", "--no-such-flag"],
+])
+def test_bad_options_give_one_line_and_exit_2(argv, tmp_path):
+    r = subprocess.run([sys.executable, "-m", "fuzz.cli", *argv], capture_output=True, text=True,
+                       cwd=tmp_path, timeout=120)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tvmfuzz: error:"), r.stderr
+
+
+def test_unwritable_output_dir_is_a_clear_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    r = subprocess.run([sys.executable, "-m", "fuzz.cli", "gen", "--count", "1", "--out",
+                        str(blocker / "sub")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "cannot write to output directory" in r.stderr
+
+
+def test_run_campaign_lists_failures_and_saves_cases(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["run", "--time", "15s", "--out", str(out), "--seed", "0"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["cases"] > 0
+    printed = capsys.readouterr().out
+    assert f"{summary['cases']} cases in" in printed
+    saved = [p for p in out.glob("findings/*/case_*.json") if not p.name.endswith(".outcome.json")]
+    kept = sum(v for k, v in summary["verdicts"].items() if k in ("fail", "invalid"))
+    assert len(saved) == kept
+    for f in summary["failures"]:
+        assert f"{f['count']:4d}  {f['verdict']}/{f['kind']}/{f['stage']}" in printed
