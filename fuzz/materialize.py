@@ -92,8 +92,11 @@ def _arg(scope: _Scope, a):
         return relax.Tuple([_arg(scope, x) for x in a.items])
     if isinstance(a, PrimArg):
         v = a.value
-        return relax.PrimValue(scope.dim(v) if isinstance(v, (str,)) else
-                               _tvm()[2].IntImm(a.dtype, v) if isinstance(v, int) else v)
+        if isinstance(v, str):
+            return relax.prim_value(scope.dim(v))
+        tirx = _tvm()[2]
+        imm = tirx.FloatImm if isinstance(v, float) else tirx.IntImm
+        return relax.prim_value(imm(a.dtype, v))
     if isinstance(a, list):
         return [_arg(scope, x) for x in a]
     return a

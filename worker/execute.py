@@ -5,6 +5,7 @@ says where TVM broke: materialize, well_formed, build, vm_load, run, compare.
 """
 from __future__ import annotations
 
+import functools
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
@@ -50,6 +51,48 @@ def tvm_throw_site(exc: BaseException) -> str:
         if "/src/" in fn and not fn.endswith(".py") and not fn.endswith(".pxi"):
             return f"{fn[fn.index('/src/') + 1:]}:{fr.lineno}"
     return ""
+
+
+@functools.lru_cache(maxsize=None)
+def _pass_watch_class():
+    import tvm
+    from tvm import relax
+
+    @tvm.ir.instrument.pass_instrument
+    class PassWatch:
+        """Knows the pass that is running (the failing pass of a crash) and checks Relax
+        well-formedness after each pass, naming the first pass that produced ill-formed IR."""
+
+        def __init__(self, check_well_formed: bool = True):
+            self.check = check_well_formed
+            self.current: Optional[str] = None
+            self.ill_formed_after: Optional[str] = None
+
+        def run_before_pass(self, mod, info):
+            self.current = info.name
+
+        def run_after_pass(self, mod, info):
+            if not self.check or self.ill_formed_after or not _has_relax(mod):
+                return
+            try:
+                ok = relax.analysis.well_formed(mod) is not False
+            except Exception:  # noqa: BLE001
+                ok = False
+            if not ok:
+                self.ill_formed_after = info.name
+
+    return PassWatch
+
+
+def _has_relax(mod) -> bool:
+    from tvm import relax
+
+    return any(isinstance(f, relax.Function) for f in mod.functions.values())
+
+
+def pass_watch(check_well_formed: bool = True):
+    """A PassWatch instrument (its class is made on first use: it needs TVM imported)."""
+    return _pass_watch_class()(check_well_formed)
 
 
 def _fail(stage: str, exc: BaseException, kind: str = "crash", verdict: str = "fail",
@@ -101,13 +144,20 @@ def compile_and_run(program: Program, target: Any = "llvm", input_seed: int = 0,
         if not wf and not near_valid:
             return done(Outcome("fail", "ill_formed", "well_formed", "", "the verifier rejects "
                                 "a valid-by-construction program"))
+    watch = pass_watch(wf and check_well_formed)
     try:
-        ex = tvm.compile(mod, target=target)
+        with tvm.transform.PassContext(instruments=[watch]):
+            ex = tvm.compile(mod, target=target)
     except Exception as e:  # noqa: BLE001
         if not wf:
             # Verifier and build agree the program is wrong: the expected outcome of a mutant.
             return done(_fail("build", e, kind="rejected", verdict="rejected"))
-        return done(_fail("build", e, kind="verifier_build" if near_valid else "crash"))
+        return done(_fail("build", e, kind="verifier_build" if near_valid else "crash",
+                          extra={"failing_pass": watch.current or ""}))
+    if watch.ill_formed_after:
+        return done(Outcome("fail", "pass_ill_formed", "build", "", f"{watch.ill_formed_after} "
+                            "produced ill-formed IR", extra={"failing_pass":
+                                                             watch.ill_formed_after}))
     try:
         vm = relax.VirtualMachine(ex, tvm.cpu())
     except Exception as e:  # noqa: BLE001
