@@ -33,16 +33,25 @@ def test_shape_rule_matches_tvm_inference(op, data):
     inferred = struct_info_of(mod)
     for n in prog.main.nodes():
         t = inferred.get(n.name)
-        assert t is not None and _same_ty(n.ty, t, env), (
-            f"{n.name} = {n.op}{n.attrs}: rule {n.ty}, TVM {t}\n{mod.script()}")
+        if t is not None and _same_ty(n.ty, t, env):
+            continue
+        detail = f"{n.name}: rule {n.ty}, TVM {t}"
+        if match(op, _dtypes(prog), detail, "shape-rule", n.attrs):
+            continue   # a known TVM inference bug (fuzz/catalogue/known_bugs.py)
+        raise AssertionError(f"{n.op}{n.attrs}: {detail}\n{mod.script()}")
+
+
+def _dtypes(prog):
+    return {q.runtime_ty.dtype for q in prog.main.params}
 
 
 def _unexplained(op, seeds):
     out = []
     for p in check_op(op, seeds):
-        dtypes = {q.ty.dtype for q in p.program.main.params} if p.program else set()
-        if p.what != "shape-rule" and match(op, dtypes, p.detail):
-            continue
+        if p.program is not None:
+            attrs = next((n.attrs for n in p.program.main.nodes() if n.op == op), {})
+            if match(op, _dtypes(p.program), p.detail, p.what, attrs):
+                continue
         out.append(f"seed {p.seed} {p.what}: {p.detail}")
     return out
 

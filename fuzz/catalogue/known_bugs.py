@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Callable, Optional
 
 
 @dataclass(frozen=True)
 class KnownBug:
     ops: tuple          # Relax op names
     dtypes: tuple       # input dtypes that trigger it ("*" = any)
-    pattern: str        # regex over "ErrorType: first message line"
+    pattern: str        # regex over the problem text ("ErrorType: first line", or for a
+                        # shape-rule problem "name: rule ..., TVM ...")
     note: str
+    what: tuple = ("build", "run", "numeric", "materialize", "vm_load", "compare")
+    when: Optional[Callable[[dict], bool]] = None   # predicate over the node's attrs
 
 
 KNOWN_TVM_BUGS: list[KnownBug] = [
@@ -28,12 +32,51 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
              "finiteness checks reject bfloat16 during lowering"),
     KnownBug(("relax.power", "relax.log_add_exp"), ("bfloat16",),
              r"IsFloatType", "TIR's IsFloatType check does not count bfloat16 as a float"),
+    KnownBug(("relax.strided_slice",), ("*",), r"axis < src_tensor_dim",
+             "negative axes pass inference, but legalization hands them raw to "
+             "topi.strided_slice", when=lambda a: any(x < 0 for x in a.get("axes", []))),
+    KnownBug(("relax.strided_slice",), ("*",),
+             r"strides\[i\] < 0 \? \(end_i <= begin_i\)|bad_alloc|TVM -?\d*-\d|, -\d",
+             "begin past end after clamping: numpy gives an empty slice, TVM infers a negative "
+             "extent and then fails to build (static) or to allocate (symbolic)",
+             what=("build", "run", "shape-rule")),
+    KnownBug(("relax.arange",), ("*",), r".",
+             "integer arange with a negative step infers the wrong length "
+             "(arange(9, 9, -1) has 2 elements, arange(7, -3, -2) has 6)",
+             what=("shape-rule", "materialize", "build", "run", "numeric"),
+             when=lambda a: isinstance(a.get("step"), int) and a["step"] < 0
+             and isinstance(a.get("start"), int) and isinstance(a.get("end"), int)),
+    KnownBug(("relax.take",), ("*",), r"MatchesCode\(kDLInt, kDLUInt\)",
+             "take with axis=None and mode='nan' fails to build",
+             when=lambda a: a.get("axis") is None and a.get("mode") == "nan"),
+    KnownBug(("relax.scatter_elements",), ("int8", "int32", "int64", "uint8"),
+             r"multiple types of integer divisions",
+             "scatter_elements reduction='mean' on integers: topi's mean_func divides with '/'",
+             when=lambda a: a.get("reduction") == "mean"),
+    KnownBug(("relax.full", "relax.full_like"), ("*",), r"exceeds range of bool",
+             "full/full_like with dtype bool and a fill other than 0/1 fails to legalize"),
+    KnownBug(("relax.nn.pixel_shuffle",), ("*",), r"has no attribute 'pixel_shuffle'",
+             "legalization calls topi.nn.pixel_shuffle, which tvm.topi.nn does not export"),
+    KnownBug(("relax.concat",), ("*",), r"Cannot convert from type `None` to `int`",
+             "concat axis=None: legalization hands None to topi.concatenate",
+             when=lambda a: a.get("axis") is None),
+    KnownBug(("relax.repeat",), ("*",), r"Index out of range\. size: 0",
+             "repeat axis=None on a 0-d tensor: legalization reads shape[0]",
+             when=lambda a: a.get("axis") is None),
+    KnownBug(("relax.split",), ("*",), r"split_indices must be sorted|bad_alloc",
+             "split indices 0/repeated/descending (TOPI rejects) or past the end (bad_alloc)",
+             when=lambda a: isinstance(a.get("indices_or_sections"), list)),
+    KnownBug(("relax.expand_dims", "relax.broadcast_to"), ("*",),
+             r"Index \d+ out of bounds \d+|Reshape expects the new shape to be convertible",
+             "RewriteDataflowReshape mishandles zero-size tensors"),
 ]
 
 
-def match(op: str, dtypes, message: str):
+def match(op: str, dtypes, message: str, what: str = "build", attrs: Optional[dict] = None):
     for bug in KNOWN_TVM_BUGS:
-        if op in bug.ops and ("*" in bug.dtypes or set(dtypes) & set(bug.dtypes)) \
-                and re.search(bug.pattern, message):
+        if op in bug.ops and what in bug.what \
+                and ("*" in bug.dtypes or set(dtypes) & set(bug.dtypes)) \
+                and re.search(bug.pattern, message) \
+                and (bug.when is None or attrs is None or bug.when(attrs)):
             return bug
     return None
