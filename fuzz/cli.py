@@ -143,6 +143,29 @@ def run(budget, out, seed, mode):
     sys.exit(0 if summary is not None else 1)
 
 
+@cli.command()
+@click.argument("case", type=click.Path(exists=True, dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+@click.option("--times", type=click.IntRange(min=1), default=3, show_default=True,
+              help="replays; the reproduction rate is how many gave the first signature")
+@click.option("--timeout", type=Duration(), default="120s", show_default=True)
+def replay(case, fmt, times, timeout):
+    """Re-run a saved case (JSON) or any TVMScript file in the sandbox; print the verdict."""
+    from worker.replay import replay_file
+
+    result = replay_file(Path(case), times=times, timeout=timeout)
+    if fmt == "json":
+        click.echo(json.dumps(result, indent=1))
+    else:
+        click.echo(f"verdict: {result['verdict']}  kind: {result['kind'] or '-'}  "
+                   f"reproduced {result['reproduced']}/{result['times']}")
+        if result["signature"]:
+            click.echo(f"signature: {result['signature']}")
+            click.echo(f"message: {result['message']}")
+    sys.exit(0)
+
+
 @cli.command(name="catalogue")
 @click.option("--check", is_flag=True, help="check every spec against the installed TVM")
 @click.option("--seeds", type=click.IntRange(min=1), default=4, show_default=True)

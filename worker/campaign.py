@@ -16,6 +16,7 @@ from fuzz.generate import generate
 from fuzz.materialize import materialize, to_script
 
 NEAR_VALID_SHARE = 0.15
+BATCH = 8   # cases per sandbox child: amortizes the fork (see worker/sandbox.py)
 
 
 def case_mode(seed: int, mode: Optional[str]) -> str:
@@ -50,18 +51,21 @@ def run_campaign(budget_s: float, out_dir: Path, seed: int = 0, mode: Optional[s
     failures: dict[tuple, list[int]] = collections.defaultdict(list)
     last = t0
     s = seed
+    run_many = getattr(runner, "run_many", None)
+    batch = BATCH if run_many else 1
     try:
         while time.monotonic() - t0 < budget_s:
-            prog = generate(s, mode=case_mode(s, mode))
-            outcome = runner(prog)
-            verdict = outcome.get("verdict", "fail")
-            counts[verdict] += 1
-            if verdict in ("fail", "invalid"):
-                key = (verdict, outcome.get("kind", ""), outcome.get("stage", ""),
-                       outcome.get("error_type", ""), (outcome.get("message") or "")[:160])
-                failures[key].append(s)
-                save_case(out_dir, prog, outcome)
-            s += 1
+            progs = [generate(x, mode=case_mode(x, mode)) for x in range(s, s + batch)]
+            outcomes = run_many(progs) if run_many else [runner(progs[0])]
+            for prog, outcome in zip(progs, outcomes):
+                verdict = outcome.get("verdict", "fail")
+                counts[verdict] += 1
+                if verdict in ("fail", "invalid"):
+                    key = (verdict, outcome.get("kind", ""), outcome.get("stage", ""),
+                           outcome.get("error_type", ""), (outcome.get("message") or "")[:160])
+                    failures[key].append(prog.meta["seed"])
+                    save_case(out_dir, prog, outcome)
+            s += batch
             if time.monotonic() - last > 10:
                 last = time.monotonic()
                 echo(f"[{last - t0:6.0f}s] {sum(counts.values())} cases "

@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from fuzz import dims as D
 from fuzz import reference
 from fuzz.inputs import make_inputs
 from fuzz.materialize import MaterializeError, materialize
@@ -186,4 +187,55 @@ def compile_and_run(program: Program, target: Any = "llvm", input_seed: int = 0,
         index, text = diff
         return done(Outcome("fail", "numeric", "compare", "", text.split(";")[0], "", text,
                             extra={"numeric_key": reference.numeric_key(program, index)}))
+    return done(Outcome("pass"))
+
+
+def run_script(text: str, target: Any = "llvm", input_seed: int = 0) -> Outcome:
+    """Judge a user's TVMScript module: parse, well_formed, build, run on random inputs of the
+    parameters' types. Only call after worker.script_guard.check_script, inside the sandbox."""
+    import tvm
+    from tvm import relax
+
+    from fuzz.inputs import make_array
+    from fuzz.materialize import from_script, sinfo_to_ty
+
+    t0 = time.perf_counter()
+
+    def done(o: Outcome) -> Outcome:
+        o.seconds, o.target = time.perf_counter() - t0, str(target)
+        return o
+
+    try:
+        mod = from_script(text)
+    except Exception as e:  # noqa: BLE001
+        return done(_fail("parse", e, kind="not_tvmscript", verdict="invalid"))
+    try:
+        if relax.analysis.well_formed(mod) is False:
+            return done(Outcome("fail", "ill_formed", "well_formed", "", "module is ill-formed"))
+    except Exception as e:  # noqa: BLE001
+        return done(_fail("well_formed", e))
+    watch = pass_watch(True)
+    try:
+        with tvm.transform.PassContext(instruments=[watch]):
+            ex = tvm.compile(mod, target=target)
+    except Exception as e:  # noqa: BLE001
+        return done(_fail("build", e, extra={"failing_pass": watch.current or ""}))
+    try:
+        vm = relax.VirtualMachine(ex, tvm.cpu())
+        rng = np.random.default_rng(input_seed)
+        func = mod["main"]
+        env: dict = {}
+        args = []
+        for p in func.params:
+            ty = sinfo_to_ty(p.ty)
+            for d in ty.shape or []:
+                for v in (D.free_vars(d) if isinstance(d, str) else []):
+                    env.setdefault(v, int(rng.integers(1, 5)))
+            args.append(tvm.runtime.tensor(make_array(ty, -2, 2, env, rng)))
+    except Exception as e:  # noqa: BLE001
+        return done(_fail("vm_load", e))
+    try:
+        vm["main"](*args)
+    except Exception as e:  # noqa: BLE001
+        return done(_fail("run", e))
     return done(Outcome("pass"))

@@ -1,10 +1,54 @@
-"""How a campaign runs one case: through the crash-isolated sandbox when it is available,
-so a case that kills its process becomes a finding instead of ending the campaign."""
+"""How a campaign or a replay runs one case: through the crash-isolated sandbox, so a case that
+kills its process becomes a finding instead of ending the campaign."""
 from __future__ import annotations
+
+import sys
+
+from .sandbox import Sandbox
+from .signature import signature
+
+# Sandbox statuses that are findings in their own right, as (kind, error_type).
+_DEATHS = {"signal": "signal", "timeout": "hang", "oom": "oom", "exit": "crash",
+           "error": "crash", "lost": "lost"}
+
+
+def outcome_from_result(res: dict, target: str = "llvm") -> dict:
+    """The Outcome dict of one sandbox result (a death becomes a finding of its own kind)."""
+    if res.get("status") == "ok":
+        return res["result"]
+    status = res.get("status", "lost")
+    kind = _DEATHS.get(status, "crash")
+    err = res.get("signal_name") or (f"exit {res['exit_code']}" if "exit_code" in res else "")
+    message = {"signal": f"killed by {err}", "timeout": "no result within the time limit",
+               "oom": "ran out of memory under the sandbox limit"}.get(
+        status, res.get("error") or res.get("reason") or status)
+    out = {"verdict": "fail", "kind": kind, "stage": "sandbox", "error_type": err,
+           "message": message, "throw_site": "", "detail": res.get("stderr_tail", "")[-4000:],
+           "seconds": res.get("seconds", 0.0), "target": target, "extra": {}}
+    out["signature"] = signature(out)
+    return out
+
+
+class SandboxRunner:
+    def __init__(self, python: str = sys.executable, timeout: float = 60.0, mem_mb: int = 4096):
+        self.sandbox = Sandbox(python=python, timeout=timeout, mem_mb=mem_mb)
+
+    def job(self, prog, target="llvm") -> dict:
+        return {"kind": "case", "program": prog.to_json(), "target": target,
+                "input_seed": prog.meta.get("seed") or 0}
+
+    def __call__(self, prog) -> dict:
+        return outcome_from_result(self.sandbox.run(self.job(prog)))
+
+    def run_many(self, progs) -> list[dict]:
+        return [outcome_from_result(r) for r in self.sandbox.run_many([self.job(p) for p in progs])]
+
+    def close(self) -> None:
+        self.sandbox.close()
 
 
 class InProcessRunner:
-    """Runs cases in this process: only for debugging, a crash takes the campaign down."""
+    """Runs cases in this process: only for debugging, a crash takes the caller down."""
 
     def __call__(self, prog) -> dict:
         from .execute import compile_and_run
@@ -13,4 +57,4 @@ class InProcessRunner:
 
 
 def default_runner():
-    return InProcessRunner()
+    return SandboxRunner()

@@ -1,0 +1,104 @@
+"""The fork server survives every way a case can end, on real TVM: each death is recorded with
+its kind and the next case still runs and passes."""
+import os
+import signal
+import threading
+
+import pytest
+
+from fuzz.generate import generate
+from worker import jobs
+from worker.execute import compile_and_run
+from worker.sandbox import Sandbox
+
+# Small enough that the hang test is quick, large enough for a generated case on a busy box.
+TIMEOUT, MEM_MB = 4.0, 2048
+
+
+@pytest.fixture(scope="module")
+def sb():
+    with Sandbox(timeout=TIMEOUT, mem_mb=MEM_MB) as s:
+        yield s
+
+
+def case(program):
+    return {"kind": "case", "program": program.to_json()}
+
+
+# Ops that pass on 0.27, so the case after each death is known to pass.
+NEXT = case(generate(3, n_ops=4, ops=["relax.add", "relax.multiply", "relax.subtract",
+                                      "relax.negative", "relax.maximum"]))
+
+
+def _next_passes(sb):
+    r = sb.run(NEXT)
+    assert r["status"] == "ok" and r["result"]["verdict"] == "pass", r
+
+
+def test_segv(sb):
+    r = sb.run({"kind": "segv"})
+    assert (r["status"], r["signal_name"]) == ("signal", "SIGSEGV")
+    assert "Segfault" in r["stderr_tail"]   # TVM's handler printed a backtrace: it is kept
+    _next_passes(sb)
+
+
+def test_real_tvm_take_out_of_bounds_dies_by_sigsegv(sb):
+    r = sb.run(case(jobs.take_out_of_bounds()))
+    assert (r["status"], r["signal_name"]) == ("signal", "SIGSEGV")
+    assert "out-of-bounds" in r["stderr_tail"]   # TVM's own warning, printed before the crash
+    _next_passes(sb)
+
+
+def test_real_tvm_floor_divide_by_zero_dies_by_sigfpe(sb):
+    r = sb.run(case(jobs.floor_divide_by_zero()))
+    assert (r["status"], r["signal"], r["signal_name"]) == ("signal", signal.SIGFPE, "SIGFPE")
+    _next_passes(sb)
+
+
+def test_hang_is_a_timeout(sb):
+    r = sb.run({"kind": "sleep", "seconds": 600})
+    assert r["status"] == "timeout" and TIMEOUT <= r["seconds"] < TIMEOUT + 3
+    _next_passes(sb)
+
+
+def test_allocation_past_the_limit_is_oom(sb):
+    r = sb.run({"kind": "alloc", "mb": MEM_MB + 512})
+    assert r["status"] == "oom" and "Unable to allocate" in r["error"]
+    _next_passes(sb)
+
+
+def test_real_tvm_allocation_past_the_limit_is_oom(sb):
+    # A 4 GiB broadcast result from 128 KiB of inputs: TVM raises std::bad_alloc at run time.
+    r = sb.run(case(jobs.huge_broadcast()))
+    assert r["status"] == "oom" and "bad_alloc" in r["error"]
+    _next_passes(sb)
+
+
+def test_batch_blames_exactly_the_guilty_job(sb):
+    batch = [{"kind": "echo", "value": 1}, case(jobs.floor_divide_by_zero()),
+             {"kind": "exit", "code": 7}, NEXT, {"kind": "echo", "value": 2}]
+    r = sb.run_many(batch)
+    assert [x["status"] for x in r] == ["ok", "signal", "exit", "ok", "ok"]
+    assert r[1]["rerun"] and r[1]["signal_name"] == "SIGFPE" and r[2]["exit_code"] == 7
+    assert r[4]["result"] == {"echo": 2}
+
+
+def test_generated_cases_match_in_process(sb):
+    progs = [generate(s) for s in (1, 2, 5)]
+    got = sb.run_many([case(p) for p in progs])
+    for p, r in zip(progs, got):
+        want = compile_and_run(p).to_json()
+        assert r["status"] == "ok", r
+        keys = ("verdict", "kind", "stage", "error_type", "message")
+        assert {k: r["result"][k] for k in keys} == {k: want[k] for k in keys}
+
+
+def test_server_death_loses_only_the_job_in_flight():
+    with Sandbox(timeout=TIMEOUT, mem_mb=MEM_MB, recycle_after=2, batch=1) as s:
+        pid = s.proc.pid
+        threading.Timer(0.5, os.kill, (pid, signal.SIGKILL)).start()
+        r = s.run_many([{"kind": "sleep", "seconds": 2}, {"kind": "echo", "value": 1}])
+        assert r[0]["status"] == "lost" and "SIGKILL" in r[0]["reason"]
+        assert r[1]["result"] == {"echo": 1} and s.proc.pid != pid
+        s.run_many([{"kind": "echo"}] * 3)   # recycle_after=2: one more restart
+        assert s.restarts >= 1

@@ -1,0 +1,117 @@
+"""The jobs a sandbox child runs: ``run_job(job: dict) -> dict``, JSON in and JSON out.
+
+``"case"`` is the real work: one program through ``compile_and_run``. The other kinds exist so
+tests can make a child die in each way the sandbox must survive (``segv``, ``fpe``, ``sleep``,
+``spin``, ``alloc``, ``exit``). ``floor_divide_by_zero()``, ``take_out_of_bounds()`` and
+``huge_broadcast()`` are real Relax programs that die by SIGFPE, by SIGSEGV and by hitting the
+memory limit, so the same survival is shown on TVM itself.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+# Under the sandbox's RLIMIT_AS, TVM reports a failed allocation as an ordinary error
+# (InternalError "std::bad_alloc") which compile_and_run records as a crash; it is the cap.
+_OOM_TEXT = ("bad_alloc", "out of memory", "cannot allocate memory")
+
+
+def _case(job: dict) -> dict:
+    from fuzz.model import Program
+    from worker.execute import compile_and_run
+
+    out = compile_and_run(Program.from_json(job["program"]), target=job.get("target", "llvm"),
+                          input_seed=job.get("input_seed", 0)).to_json()
+    text = f"{out['error_type']} {out['message']}".lower()
+    if out["verdict"] == "fail" and (out["error_type"] == "MemoryError"
+                                    or any(t in text for t in _OOM_TEXT)):
+        raise MemoryError(f"{out['stage']}: {out['error_type']}: {out['message']}")
+    return out
+
+
+def _script(job: dict) -> dict:
+    """A user's TVMScript: checked against the allowlist here too, parsed only in this child."""
+    from worker.execute import run_script
+    from worker.script_guard import check_script
+
+    check_script(job["text"])
+    return run_script(job["text"], target=job.get("target", "llvm"),
+                      input_seed=job.get("input_seed", 0)).to_json()
+
+
+def _segv(job):
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def _fpe(job):
+    os.kill(os.getpid(), signal.SIGFPE)
+
+
+def _sleep(job):
+    time.sleep(float(job.get("seconds", 3600)))
+    return {"slept": job.get("seconds", 3600)}
+
+
+def _spin(job):
+    end = time.process_time() + float(job.get("seconds", 3600))
+    while time.process_time() < end:
+        pass
+    return {"spun": job.get("seconds", 3600)}
+
+
+def _alloc(job):
+    import numpy as np
+
+    a = np.ones(int(job["mb"]) << 20, dtype=np.uint8)   # ones() writes every page
+    return {"mb": job["mb"], "sum": int(a[:: 1 << 12].sum())}
+
+
+def _exit(job):
+    os._exit(int(job.get("code", 3)))
+
+
+def _echo(job):
+    return {"echo": job.get("value")}
+
+
+KINDS = {"case": _case, "script": _script, "segv": _segv, "fpe": _fpe, "sleep": _sleep,
+         "spin": _spin, "alloc": _alloc, "exit": _exit, "echo": _echo}
+
+
+def run_job(job: dict) -> dict:
+    return KINDS[job["kind"]](job)
+
+
+# --- real TVM programs that take the process down ----------------------------------------
+def floor_divide_by_zero():
+    """int32 floor_divide by an all-zero divisor: the compiled kernel divides by zero and the
+    process dies by SIGFPE (x86 ``idiv``; checked on TVM 0.27, llvm target)."""
+    from fuzz.model import Block, Function, Node, Param, Program, TensorTy
+
+    t = TensorTy([4], "int32")
+    return Program([Function("main", [Param("a", t, -8, 8), Param("b", t, 0, 0)],
+                             [Block(True, [Node("v1", "relax.floor_divide", ["a", "b"], {}, t)])],
+                             "v1")], "main", {"mode": "valid"})
+
+
+def take_out_of_bounds(index: int = 1 << 30):
+    """take(x, idx) in mode "fast" (no bounds check) with idx far past x's end: the kernel
+    reads unmapped memory and the process dies by SIGSEGV."""
+    from fuzz.model import Block, Function, Node, Param, Program, TensorTy
+
+    x, i = TensorTy([4], "float32"), TensorTy([4], "int64")
+    node = Node("v1", "relax.take", ["x", "i"], {"axis": 0, "mode": "fast"}, x)
+    return Program([Function("main", [Param("x", x), Param("i", i, index, index)],
+                             [Block(True, [node])], "v1")], "main", {"mode": "valid"})
+
+
+def huge_broadcast(n: int = 1 << 15):
+    """add((n,1), (1,n)) float32: tiny inputs, an n*n output (4 GiB for 2**15), so the runtime's
+    allocation fails under a smaller RLIMIT_AS."""
+    from fuzz.model import Block, Function, Node, Param, Program, TensorTy
+
+    a, b, c = TensorTy([n, 1], "float32"), TensorTy([1, n], "float32"), TensorTy([n, n], "float32")
+    return Program([Function("main", [Param("a", a), Param("b", b)],
+                             [Block(True, [Node("v1", "relax.add", ["a", "b"], {}, c)])], "v1")],
+                   "main", {"mode": "valid"})
