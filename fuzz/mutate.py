@@ -60,6 +60,8 @@ def _edge_attrs(prog: Program, ch: Chooser) -> bool:
     for n in ch.sample([n for n in f.nodes() if n.op in CATALOGUE], 4):
         spec = CATALOGUE[n.op]
         ins = [Value(a, tys[a]) for a in n.args if isinstance(tys.get(a), TensorTy)]
+        if any(not v.ty.known() for v in ins):
+            continue   # an erased parameter: its shape is not known to the model any more
         attrs = spec.near_valid_attrs(_Ctx(ch), ins, dict(n.attrs))
         if attrs is not None:
             n.attrs = attrs

@@ -12,8 +12,11 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
+from fuzz.choice import RandomChooser
 from fuzz.generate import generate
 from fuzz.materialize import materialize, to_script
+
+from .variants import BASE, nvcc_available, random_variant
 
 NEAR_VALID_SHARE = 0.15
 BATCH = 8   # cases per sandbox child: amortizes the fork (see worker/sandbox.py)
@@ -23,6 +26,19 @@ def case_mode(seed: int, mode: Optional[str]) -> str:
     if mode:
         return mode
     return "near-valid" if random.Random(seed).random() < NEAR_VALID_SHARE else "valid"
+
+
+def case_variants(seed: int, alternatives: int = 1) -> list[dict]:
+    """The base build plus random alternatives, deterministic from the case seed."""
+    ch = RandomChooser(seed * 7919 + 17)
+    return [BASE.to_json()] + [random_variant(ch, cuda=nvcc_available()).to_json()
+                               for _ in range(alternatives)]
+
+
+def make_case(seed: int, mode: Optional[str]):
+    prog = generate(seed, mode=case_mode(seed, mode))
+    prog.meta["variants"] = case_variants(seed)
+    return prog
 
 
 def save_case(out_dir: Path, prog, outcome: dict) -> Path:
@@ -55,7 +71,7 @@ def run_campaign(budget_s: float, out_dir: Path, seed: int = 0, mode: Optional[s
     batch = BATCH if run_many else 1
     try:
         while time.monotonic() - t0 < budget_s:
-            progs = [generate(x, mode=case_mode(x, mode)) for x in range(s, s + batch)]
+            progs = [make_case(x, mode) for x in range(s, s + batch)]
             outcomes = run_many(progs) if run_many else [runner(progs[0])]
             for prog, outcome in zip(progs, outcomes):
                 verdict = outcome.get("verdict", "fail")

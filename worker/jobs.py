@@ -21,7 +21,8 @@ def _case(job: dict) -> dict:
     from fuzz.model import Program
     from worker.execute import compile_and_run
 
-    out = compile_and_run(Program.from_json(job["program"]), target=job.get("target", "llvm"),
+    prog = Program.from_json(job["program"])
+    out = compile_and_run(prog, variants=job.get("variants") or prog.meta.get("variants"),
                           input_seed=job.get("input_seed", 0)).to_json()
     text = f"{out['error_type']} {out['message']}".lower()
     if out["verdict"] == "fail" and (out["error_type"] == "MemoryError"

@@ -33,9 +33,9 @@ class SandboxRunner:
     def __init__(self, python: str = sys.executable, timeout: float = 60.0, mem_mb: int = 4096):
         self.sandbox = Sandbox(python=python, timeout=timeout, mem_mb=mem_mb)
 
-    def job(self, prog, target="llvm") -> dict:
-        return {"kind": "case", "program": prog.to_json(), "target": target,
-                "input_seed": prog.meta.get("seed") or 0}
+    def job(self, prog) -> dict:
+        # The variants travel in the case (meta["variants"]), so a replay builds it the same way.
+        return {"kind": "case", "program": prog.to_json(), "input_seed": prog.meta.get("seed") or 0}
 
     def __call__(self, prog) -> dict:
         return outcome_from_result(self.sandbox.run(self.job(prog)))
@@ -53,7 +53,8 @@ class InProcessRunner:
     def __call__(self, prog) -> dict:
         from .execute import compile_and_run
 
-        return compile_and_run(prog, input_seed=prog.meta.get("seed") or 0).to_json()
+        return compile_and_run(prog, variants=prog.meta.get("variants"),
+                               input_seed=prog.meta.get("seed") or 0).to_json()
 
 
 def default_runner():

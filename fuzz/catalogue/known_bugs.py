@@ -69,6 +69,32 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
     KnownBug(("relax.expand_dims", "relax.broadcast_to"), ("*",),
              r"Index \d+ out of bounds \d+|Reshape expects the new shape to be convertible",
              "RewriteDataflowReshape mishandles zero-size tensors"),
+    # nn family (fuzz/catalogue/nn.py samples these triggers with probability KNOWN_BUG_P)
+    KnownBug(("relax.nn.adaptive_avg_pool1d",), ("*",), r"Cannot convert from type `ir\.IntImm`",
+             "adaptive_avg_pool1d output_size=None: legalization passes a dim, topi wants a list",
+             when=lambda a: a.get("output_size") is None),
+    KnownBug(("relax.nn.batch_norm",), ("*",), r"list\.remove",
+             "batch_norm training=True with a negative axis fails in topi.batch_norm",
+             when=lambda a: a.get("training") and a.get("axis", 0) < 0),
+    KnownBug(("relax.nn.instance_norm",), ("*",), r"Index -\d+ out of bounds",
+             "instance_norm with a negative channel_axis fails to legalize",
+             when=lambda a: a.get("channel_axis", 0) < 0),
+    KnownBug(("relax.nn.layer_norm", "relax.nn.group_norm", "relax.nn.instance_norm"), ("*",),
+             r"differ", "center=False / scale=False are ignored: beta and gamma are always "
+             "applied", what=("numeric",),
+             when=lambda a: not a.get("center", True) or not a.get("scale", True)),
+    KnownBug(("relax.nn.layer_norm",), ("*",), r"differ",
+             "layer_norm with unsorted axes: relax shapes gamma/beta in axes order, topi indexes "
+             "them in data order", what=("numeric",),
+             when=lambda a: list(a.get("axes", [])) != sorted(a.get("axes", []))),
+    KnownBug(("relax.nn.rms_norm",), ("*",), r"Tensor dimension mismatch in read",
+             "rms_norm over non-trailing axes, or over every axis, fails to build"),
+    KnownBug(("relax.nn.rms_norm",), ("float64",), r"differ",
+             "rms_norm computes float64 inputs in float32", what=("numeric",)),
+    KnownBug(("relax.nn.attention", "relax.nn.attention_bias"), ("*",), r"differ",
+             "grouped-query attention (fewer K/V heads than Q heads) passes the shape rule but "
+             "legalization reshapes K/V as if they had all heads: wrong results (batch > 1). "
+             "Matched by op alone: the trigger is in the input shapes", what=("numeric",)),
 ]
 
 

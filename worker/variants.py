@@ -1,0 +1,190 @@
+"""Compile variants: how a case is built and run, recorded with each finding.
+
+A variant is plain data (it travels in case JSON): a target as 0.27 takes it (a dict), a Relax
+pipeline, an optional random sequence of ``relax.transform`` passes (some real bugs need one
+exact pass order, so the order is part of the test input), and the VM exec mode.
+
+Pipelines:
+* ``default``  ``relax.build``'s default (legalize and lower, no fusion);
+* ``target``   the target's default pipeline (library dispatch, legalize, fusion; for CUDA it
+               applies dlight schedules: without it TVM silently emits host code for CUDA);
+* ``zero``     LegalizeOps, AnnotateTIROpPattern, FoldConstant, FuseOps, FuseTIR, then default;
+* ``passes``   the recorded pass sequence, then default.
+"""
+from __future__ import annotations
+
+import shutil
+from dataclasses import asdict, dataclass, field
+from typing import Optional
+
+from fuzz.choice import Chooser
+
+# Relax passes that keep the entry function's signature and meaning, safe in any order before
+# lowering. ToMixedPrecision changes numerics: variants using it are compared for crashes only.
+RELAX_PASSES = (
+    "FoldConstant", "CanonicalizeBindings", "EliminateCommonSubexpr", "DeadCodeElimination",
+    "ConvertToDataflow", "LegalizeOps", "AnnotateTIROpPattern", "FuseOps", "FuseTIR",
+    "ToMixedPrecision", "CombineParallelMatmul", "DecomposeOpsForInference",
+    "RewriteDataflowReshape", "LambdaLift", "Normalize",
+    "ExpandTupleArguments", "RemoveUnusedParameters", "RemoveUnusedOutputs", "InlinePrivateFunctions",
+)
+INEXACT_PASSES = {"ToMixedPrecision"}
+# Pass orders that only work after others: LegalizeOps must come before the TIR-pattern passes.
+_NEEDS_BEFORE = {"AnnotateTIROpPattern": "LegalizeOps", "FuseOps": "AnnotateTIROpPattern",
+                 "FuseTIR": "FuseOps"}
+
+LLVM_CPUS = ("", "x86-64", "haswell", "skylake-avx512", "znver3")
+
+
+@dataclass
+class Variant:
+    target: dict = field(default_factory=lambda: {"kind": "llvm"})
+    pipeline: str = "default"
+    passes: list = field(default_factory=list)
+    exec_mode: str = "bytecode"
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(d: Optional[dict]) -> "Variant":
+        return Variant(**d) if d else Variant()
+
+    @property
+    def kind(self) -> str:
+        return self.target.get("kind", "llvm")
+
+    @property
+    def runs_on_cpu(self) -> bool:
+        return self.kind in ("llvm", "c")
+
+    @property
+    def exact(self) -> bool:
+        """Results are comparable with the numpy reference."""
+        return not (set(self.passes) & INEXACT_PASSES)
+
+    def label(self) -> str:
+        t = ",".join(f"{k}={v}" for k, v in self.target.items() if k != "kind")
+        s = f"{self.kind}{'[' + t + ']' if t else ''}/{self.pipeline}"
+        if self.passes:
+            s += "(" + ",".join(self.passes) + ")"
+        return s + ("/compiled" if self.exec_mode == "compiled" else "")
+
+
+BASE = Variant()
+
+
+def random_passes(ch: Chooser, n: int) -> list[str]:
+    out: list[str] = []
+    for _ in range(n):
+        p = ch.choice(RELAX_PASSES)
+        need = _NEEDS_BEFORE.get(p)
+        chain = []
+        while need and need not in out and need not in chain:
+            chain.insert(0, need)
+            need = _NEEDS_BEFORE.get(need)
+        out.extend(chain + [p])
+    return out
+
+
+def random_variant(ch: Chooser, cuda: bool = False) -> Variant:
+    """One alternative variant: another opt level or CPU, the C backend, another pipeline, a
+    random pass order, the compiled exec mode, or (when asked) CUDA."""
+    r = ch.integer(0, 99)
+    if cuda and r < 20:
+        return Variant({"kind": "cuda", "arch": "sm_90"}, "target")
+    if r < 15:
+        return Variant({"kind": "c"}, "default")
+    target = {"kind": "llvm", "opt-level": ch.integer(0, 3)}
+    cpu = ch.choice(LLVM_CPUS)
+    if cpu:
+        target["mcpu"] = cpu
+    pipeline = ch.weighted(["default", "target", "zero", "passes"], [2, 3, 2, 3])
+    passes = random_passes(ch, ch.integer(1, 5)) if pipeline == "passes" else []
+    return Variant(target, pipeline, passes, "compiled" if ch.boolean(0.2) else "bytecode")
+
+
+def nvcc_available() -> bool:
+    return shutil.which("nvcc") is not None
+
+
+def gpu_available() -> bool:
+    """A CUDA device exists. Asks TVM in this process: call only in a sandbox child."""
+    try:
+        import tvm
+
+        return tvm.cuda(0).exist
+    except Exception:  # noqa: BLE001
+        return False
+
+
+# --- building (TVM) ---------------------------------------------------------------------------
+def tvm_target(v: Variant):
+    import tvm
+
+    if v.kind == "cuda":
+        return tvm.target.Target(v.target, host={"kind": "llvm"})
+    return tvm.target.Target(v.target)
+
+
+def relax_pipeline(v: Variant, target):
+    import tvm
+    from tvm import relax
+
+    if v.pipeline == "target":
+        return relax.get_default_pipeline(target)
+    if v.pipeline == "zero":
+        return tvm.transform.Sequential([relax.get_pipeline("zero"),
+                                         relax.pipeline.default_build_pipeline()])
+    if v.pipeline == "passes":
+        return tvm.transform.Sequential([getattr(relax.transform, p)() for p in v.passes]
+                                        + [relax.pipeline.default_build_pipeline()])
+    return "default"
+
+
+def build(mod, v: Variant):
+    from tvm import relax
+
+    target = tvm_target(v)
+    with target:
+        return relax.build(mod, target, relax_pipeline=relax_pipeline(v, target),
+                           exec_mode=v.exec_mode)
+
+
+def cuda_source(ex) -> str:
+    def walk(m):
+        if m.kind == "cuda":
+            return m.inspect_source()
+        for i in m.imports:
+            s = walk(i)
+            if s:
+                return s
+        return ""
+
+    return walk(ex.mod)
+
+
+def nvcc_compile(ex, v: Variant) -> None:
+    """Compile the CUDA source to a cubin with nvcc (compile-only path; raises on failure)."""
+    from tvm.support import nvcc   # 0.27: tvm.contrib.nvcc moved here
+
+    src = cuda_source(ex)
+    if src:
+        with tvm_target(v):   # nvcc reads the arch from the current target
+            nvcc.compile_cuda(src, target_format="cubin", arch=v.target.get("arch"),
+                              compiler="nvcc")
+
+
+def load_vm(ex, v: Variant, workdir: str):
+    """A VirtualMachine for a built executable; the C backend goes through a shared library."""
+    import os
+
+    import tvm
+    from tvm import relax
+
+    if v.kind == "c":
+        path = os.path.join(workdir, "case.so")
+        ex.export_library(path)
+        return relax.VirtualMachine(tvm.runtime.load_module(path), tvm.cpu())
+    dev = tvm.cuda(0) if v.kind == "cuda" else tvm.cpu()
+    return relax.VirtualMachine(ex, dev)
