@@ -50,6 +50,9 @@ def _out_dir(path: str) -> Path:
 
 
 MODES = click.Choice(["valid", "near-valid"])
+TVM_PYTHON = click.option("--tvm-python", type=click.Path(exists=True, dir_okay=False),
+                          default=None, help="Python interpreter of the TVM install to test "
+                          "(the sandbox server runs under it)")
 
 
 @click.group()
@@ -134,12 +137,16 @@ def gen(count, seed, out, mode, ops):
 @click.option("--seed", type=int, default=0, show_default=True, help="first case seed")
 @click.option("--mode", type=MODES, default=None,
               help="generate only this mode (default: mostly valid, some near-valid)")
-def run(budget, out, seed, mode):
-    """Generate, compile for llvm, run, compare with numpy; list the failures seen."""
+@click.option("--replays", type=click.IntRange(min=1), default=3, show_default=True,
+              help="runs of each failing case before it is stored (its reproduction rate)")
+@TVM_PYTHON
+def run(budget, out, seed, mode, replays, tvm_python):
+    """Generate, compile and run (llvm plus a random variant), judge; list the failures."""
     from worker.campaign import run_campaign
 
     out_dir = _out_dir(out)
-    summary = run_campaign(budget, out_dir, seed, mode, echo=click.echo)
+    summary = run_campaign(budget, out_dir, seed, mode, echo=click.echo, replays=replays,
+                           tvm_python=tvm_python)
     sys.exit(0 if summary is not None else 1)
 
 
@@ -150,11 +157,13 @@ def run(budget, out, seed, mode):
 @click.option("--times", type=click.IntRange(min=1), default=3, show_default=True,
               help="replays; the reproduction rate is how many gave the first signature")
 @click.option("--timeout", type=Duration(), default="120s", show_default=True)
-def replay(case, fmt, times, timeout):
+@TVM_PYTHON
+def replay(case, fmt, times, timeout, tvm_python):
     """Re-run a saved case (JSON) or any TVMScript file in the sandbox; print the verdict."""
     from worker.replay import replay_file
 
-    result = replay_file(Path(case), times=times, timeout=timeout)
+    result = replay_file(Path(case), times=times, timeout=timeout,
+                         python=tvm_python or sys.executable)
     if fmt == "json":
         click.echo(json.dumps(result, indent=1))
     else:

@@ -56,12 +56,20 @@ def save_case(out_dir: Path, prog, outcome: dict) -> Path:
     return stem
 
 
-def run_campaign(budget_s: float, out_dir: Path, seed: int = 0, mode: Optional[str] = None,
-                 echo: Callable[[str], None] = print, runner=None) -> dict:
-    if runner is None:
-        from .sandbox_runner import default_runner
+def reproduction(runner, prog, outcome: dict, replays: int) -> dict:
+    """Replay a failing case so the finding carries how reliably it reproduces."""
+    sig = outcome.get("signature", "")
+    same = 1 + sum(runner(prog).get("signature", "") == sig for _ in range(replays - 1))
+    return {"reproduced": same, "replays": replays, "rate": round(same / replays, 3)}
 
-        runner = default_runner()
+
+def run_campaign(budget_s: float, out_dir: Path, seed: int = 0, mode: Optional[str] = None,
+                 echo: Callable[[str], None] = print, runner=None, replays: int = 3,
+                 tvm_python: Optional[str] = None) -> dict:
+    if runner is None:
+        from .sandbox_runner import SandboxRunner
+
+        runner = SandboxRunner(python=tvm_python) if tvm_python else SandboxRunner()
     t0 = time.monotonic()
     counts: collections.Counter = collections.Counter()
     failures: dict[tuple, list[int]] = collections.defaultdict(list)
@@ -76,6 +84,8 @@ def run_campaign(budget_s: float, out_dir: Path, seed: int = 0, mode: Optional[s
             for prog, outcome in zip(progs, outcomes):
                 verdict = outcome.get("verdict", "fail")
                 counts[verdict] += 1
+                if verdict == "fail" and replays > 1:
+                    outcome["reproduction"] = reproduction(runner, prog, outcome, replays)
                 if verdict in ("fail", "invalid"):
                     key = (verdict, outcome.get("kind", ""), outcome.get("stage", ""),
                            outcome.get("error_type", ""), (outcome.get("message") or "")[:160])

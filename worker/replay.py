@@ -3,7 +3,7 @@ verdict, its signature and how often it reproduced."""
 from __future__ import annotations
 
 import collections
-import json
+import sys
 from pathlib import Path
 
 import click
@@ -36,9 +36,10 @@ def load_job(path: Path) -> dict:
     return {"kind": "script", "text": text}
 
 
-def replay_file(path: Path, times: int = 3, timeout: float = 120.0) -> dict:
+def replay_file(path: Path, times: int = 3, timeout: float = 120.0,
+                python: str = sys.executable) -> dict:
     job = load_job(path)
-    runner = SandboxRunner(timeout=timeout)
+    runner = SandboxRunner(python=python, timeout=timeout)
     try:
         outcomes = [outcome_from_result(runner.sandbox.run(job)) for _ in range(times)]
     finally:
