@@ -154,10 +154,6 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
         if not wf and not near_valid:
             return done(Outcome("fail", "ill_formed", "well_formed", "", "the verifier rejects "
                                 "a valid-by-construction program"))
-    if roundtrip and wf:
-        rt = roundtrip_problem(mod)
-        if rt:
-            return done(Outcome("fail", "roundtrip", "roundtrip", rt[0], rt[1], "", rt[2]))
     try:
         env, args = make_inputs(program, input_seed)
     except Exception as e:  # noqa: BLE001
@@ -219,6 +215,11 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
                                             program, index), "versus": first[0].to_json()}), v)
             if first is None:
                 first = (v, actual)
+    # Last, so a round-trip finding means the module also built, ran and agreed.
+    if roundtrip and wf:
+        rt = roundtrip_problem(mod)
+        if rt:
+            return done(Outcome("fail", "roundtrip", "roundtrip", rt[0], rt[1], "", rt[2]))
     return done(Outcome("pass"))
 
 

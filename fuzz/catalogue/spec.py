@@ -116,6 +116,10 @@ class Value:
 
 def within(dtype: str, lo: float, hi: float) -> bool:
     lim = DTYPE_LIMIT[dtype]
+    try:
+        lo, hi = float(lo), float(hi)
+    except OverflowError:   # an integer bound beyond any float: certainly out of range
+        return False
     return (not math.isnan(lo) and not math.isnan(hi)
             and -lim <= lo and hi <= lim and lo >= DTYPE_MIN.get(dtype, -lim))
 
