@@ -14,7 +14,6 @@ from typing import Callable, Optional
 
 from fuzz.choice import RandomChooser
 from fuzz.generate import generate
-from fuzz.materialize import materialize, to_script
 
 from .variants import BASE, nvcc_available, random_variant
 
@@ -41,17 +40,19 @@ def make_case(seed: int, mode: Optional[str]):
     return prog
 
 
-def save_case(out_dir: Path, prog, outcome: dict) -> Path:
+def save_case(out_dir: Path, prog, outcome: dict, script: str) -> Path:
     """Write a failing case as JSON (canonical), TVMScript (for people) and its outcome."""
+    from .sandbox_runner import ScriptFailure
+
     kind = outcome.get("kind") or "unknown"
     d = out_dir / "findings" / kind
     d.mkdir(parents=True, exist_ok=True)
     stem = d / f"case_{prog.meta.get('seed', 0):06d}"
     stem.with_suffix(".json").write_text(prog.dumps())
-    try:
-        stem.with_suffix(".py").write_text(to_script(materialize(prog)))
-    except Exception:  # noqa: BLE001 - the JSON is the case; the script is a convenience
-        pass
+    if isinstance(script, ScriptFailure):
+        outcome = dict(outcome, script_error=str(script))
+    else:
+        stem.with_suffix(".py").write_text(script)
     stem.with_suffix(".outcome.json").write_text(json.dumps(outcome, indent=1))
     return stem
 
@@ -90,7 +91,7 @@ def run_campaign(budget_s: float, out_dir: Path, seed: int = 0, mode: Optional[s
                     key = (verdict, outcome.get("kind", ""), outcome.get("stage", ""),
                            outcome.get("error_type", ""), (outcome.get("message") or "")[:160])
                     failures[key].append(prog.meta["seed"])
-                    save_case(out_dir, prog, outcome)
+                    save_case(out_dir, prog, outcome, runner.scripts([prog])[0])
             s += batch
             if time.monotonic() - last > 10:
                 last = time.monotonic()

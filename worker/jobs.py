@@ -41,6 +41,15 @@ def _script(job: dict) -> dict:
                       input_seed=job.get("input_seed", 0)).to_json()
 
 
+def _print(job: dict) -> dict:
+    """The TVMScript of a case. Materializing can itself crash TVM (an op's type inference
+    meeting a parameter of unknown shape), so even printing happens in the sandbox."""
+    from fuzz.materialize import materialize, to_script
+    from fuzz.model import Program
+
+    return {"script": to_script(materialize(Program.from_json(job["program"])))}
+
+
 def _segv(job):
     os.kill(os.getpid(), signal.SIGSEGV)
 
@@ -76,7 +85,7 @@ def _echo(job):
     return {"echo": job.get("value")}
 
 
-KINDS = {"case": _case, "script": _script, "segv": _segv, "fpe": _fpe, "sleep": _sleep,
+KINDS = {"case": _case, "script": _script, "print": _print, "segv": _segv, "fpe": _fpe, "sleep": _sleep,
          "spin": _spin, "alloc": _alloc, "exit": _exit, "echo": _echo}
 
 

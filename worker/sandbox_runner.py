@@ -43,8 +43,28 @@ class SandboxRunner:
     def run_many(self, progs) -> list[dict]:
         return [outcome_from_result(r) for r in self.sandbox.run_many([self.job(p) for p in progs])]
 
+    def scripts(self, progs) -> list:
+        """TVMScript text per program, or a one-line reason it could not be printed."""
+        out = []
+        for r in self.sandbox.run_many([{"kind": "print", "program": p.to_json()} for p in progs]):
+            if r.get("status") == "ok":
+                out.append(r["result"]["script"])
+            else:
+                why = r.get("signal_name") or _last_line(r.get("error")) or r.get("status")
+                out.append(ScriptFailure(f"could not print: {why}"[:300]))
+        return out
+
     def close(self) -> None:
         self.sandbox.close()
+
+
+def _last_line(text) -> str:
+    lines = [ln for ln in (text or "").splitlines() if ln.strip()]
+    return lines[-1].strip() if lines else ""
+
+
+class ScriptFailure(str):
+    """Why a program has no TVMScript (printing it crashed or raised in the sandbox)."""
 
 
 class InProcessRunner:
