@@ -135,23 +135,39 @@ def gen(count, seed, out, mode, ops):
 
 @cli.command()
 @click.option("--time", "budget", type=Duration(), default="60s", show_default=True,
-              help="wall-clock budget, e.g. 90, 30s, 10m")
+              help="wall-clock budget, e.g. 90, 30s, 10m, 2h")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
+              help="worker processes (sandboxes) on this machine")
+@click.option("--targets", default="llvm,c,cuda", show_default=True,
+              help="comma list of target kinds for the extra variant of each case "
+                   "(cuda: compile-only unless a GPU is present; skipped without nvcc)")
 @click.option("--out", "out", default="runs/latest", show_default=True,
               type=click.Path(file_okay=False))
+@click.option("--resume", is_flag=True, help="continue the campaign in --out where it stopped")
 @click.option("--seed", type=int, default=0, show_default=True, help="first case seed")
 @click.option("--mode", type=MODES, default=None,
               help="generate only this mode (default: mostly valid, some near-valid)")
 @click.option("--replays", type=click.IntRange(min=1), default=3, show_default=True,
               help="runs of each failing case before it is stored (its reproduction rate)")
+@click.option("--live/--no-live", default=None,
+              help="live table (default: on a terminal) or plain progress lines")
 @TVM_PYTHON
-def run(budget, out, seed, mode, replays, tvm_python):
-    """Generate, compile and run (llvm plus a random variant), judge; list the failures."""
-    from worker.campaign import run_campaign
+def run(budget, jobs, targets, out, resume, seed, mode, replays, live, tvm_python):
+    """A campaign on this machine: generate, compile and run (llvm plus a random variant) in
+    crash-isolated sandboxes, judge, keep every finding."""
+    from worker.campaign import TARGET_KINDS, run_campaign
 
+    kinds = tuple(t.strip() for t in targets.split(",") if t.strip())
+    bad = [k for k in kinds if k not in TARGET_KINDS]
+    if bad or not kinds:
+        raise click.UsageError(f"--targets: unknown target kind {', '.join(bad) or '(none)'}; "
+                               f"choose from {', '.join(TARGET_KINDS)}")
     out_dir = _out_dir(out)
-    summary = run_campaign(budget, out_dir, seed, mode, echo=click.echo, replays=replays,
-                           tvm_python=tvm_python)
-    sys.exit(0 if summary is not None else 1)
+    if resume and not (out_dir / "campaign.json").exists():
+        raise click.UsageError(f"--resume: no campaign to resume in {out_dir}")
+    run_campaign(budget, out_dir, seed, mode, echo=click.echo, replays=replays,
+                 tvm_python=tvm_python, jobs=jobs, targets=kinds, resume=resume, live=live)
+    sys.exit(0)
 
 
 @cli.command()

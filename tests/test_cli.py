@@ -59,5 +59,7 @@ def test_run_campaign_lists_failures_and_saves_cases(tmp_path, capsys):
     saved = [p for p in out.glob("findings/*/case_*.json") if not p.name.endswith(".outcome.json")]
     kept = sum(v for k, v in summary["verdicts"].items() if k in ("fail", "invalid"))
     assert len(saved) == kept
-    for f in summary["failures"]:
-        assert f"{f['count']:4d}  {f['verdict']}/{f['kind']}/{f['stage']}" in printed
+    for s in summary["signatures"]:
+        assert f"{s['count']:4d}  {s['signature'][:200]}" in printed
+    stats = [json.loads(x) for x in (out / "stats.jsonl").read_text().splitlines()]
+    assert stats and stats[-1]["cases"] == summary["cases"]

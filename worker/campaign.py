@@ -1,14 +1,21 @@
-"""A local fuzz campaign: generate, compile and run, judge, keep every failure.
+"""A local fuzz campaign (the embedded default): generate, run in N sandboxes, judge, keep every
+finding, show progress, and resume after a stop.
 
-First version (embedded default, one process for the cases): the campaigns issue grows it
-into N worker processes, the corpus store and the live display.
+Seeds are handed out in batches; each case's seed fixes its program and variants, so a case is
+reproducible from its seed alone. Worker threads each drive one sandbox (a fork server
+process): the threads only wait on pipes, so N threads give N cores of TVM work. Findings are
+written by the main thread alone.
 """
 from __future__ import annotations
 
 import collections
 import json
+import os
+import queue
 import random
+import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -19,6 +26,7 @@ from .variants import BASE, nvcc_available, random_variant
 
 NEAR_VALID_SHARE = 0.15
 BATCH = 8   # cases per sandbox child: amortizes the fork (see worker/sandbox.py)
+TARGET_KINDS = ("llvm", "c", "cuda")
 
 
 def case_mode(seed: int, mode: Optional[str]) -> str:
@@ -27,17 +35,31 @@ def case_mode(seed: int, mode: Optional[str]) -> str:
     return "near-valid" if random.Random(seed).random() < NEAR_VALID_SHARE else "valid"
 
 
-def case_variants(seed: int, alternatives: int = 1) -> list[dict]:
+def case_variants(seed: int, targets=TARGET_KINDS, alternatives: int = 1) -> list[dict]:
     """The base build plus random alternatives, deterministic from the case seed."""
     ch = RandomChooser(seed * 7919 + 17)
-    return [BASE.to_json()] + [random_variant(ch, cuda=nvcc_available()).to_json()
-                               for _ in range(alternatives)]
+    out = [BASE.to_json()]
+    cuda = "cuda" in targets and nvcc_available()
+    for _ in range(alternatives * 4):
+        if len(out) > alternatives:
+            break
+        v = random_variant(ch, cuda=cuda)
+        if v.kind in targets:
+            out.append(v.to_json())
+    return out
 
 
-def make_case(seed: int, mode: Optional[str]):
+def make_case(seed: int, mode: Optional[str], targets=TARGET_KINDS):
     prog = generate(seed, mode=case_mode(seed, mode))
-    prog.meta["variants"] = case_variants(seed)
+    prog.meta["variants"] = case_variants(seed, targets)
     return prog
+
+
+def reproduction(runner, prog, outcome: dict, replays: int) -> dict:
+    """Replay a failing case so the finding carries how reliably it reproduces."""
+    sig = outcome.get("signature", "")
+    same = 1 + sum(runner(prog).get("signature", "") == sig for _ in range(replays - 1))
+    return {"reproduced": same, "replays": replays, "rate": round(same / replays, 3)}
 
 
 def save_case(out_dir: Path, prog, outcome: dict, script: str) -> Path:
@@ -48,75 +70,265 @@ def save_case(out_dir: Path, prog, outcome: dict, script: str) -> Path:
     d = out_dir / "findings" / kind
     d.mkdir(parents=True, exist_ok=True)
     stem = d / f"case_{prog.meta.get('seed', 0):06d}"
-    stem.with_suffix(".json").write_text(prog.dumps())
+    _write(stem.with_suffix(".json"), prog.dumps())
     if isinstance(script, ScriptFailure):
         outcome = dict(outcome, script_error=str(script))
     else:
-        stem.with_suffix(".py").write_text(script)
-    stem.with_suffix(".outcome.json").write_text(json.dumps(outcome, indent=1))
+        _write(stem.with_suffix(".py"), script)
+    _write(stem.with_suffix(".outcome.json"), json.dumps(outcome, indent=1))
     return stem
 
 
-def reproduction(runner, prog, outcome: dict, replays: int) -> dict:
-    """Replay a failing case so the finding carries how reliably it reproduces."""
-    sig = outcome.get("signature", "")
-    same = 1 + sum(runner(prog).get("signature", "") == sig for _ in range(replays - 1))
-    return {"reproduced": same, "replays": replays, "rate": round(same / replays, 3)}
+def _write(path: Path, text: str) -> None:
+    """Atomic: a killed campaign leaves the old file or the new one, never half of one."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+# --- seeds --------------------------------------------------------------------------------
+class SeedPlan:
+    """Hands out seed batches and knows the watermark: every seed below it is done, so a
+    resumed campaign starts there (a few cases after it may run twice; none is skipped)."""
+
+    def __init__(self, start: int, batch: int):
+        self.next = start
+        self.batch = batch
+        self.pending: set[int] = set()
+        self.lock = threading.Lock()
+
+    def take(self) -> list[int]:
+        with self.lock:
+            seeds = list(range(self.next, self.next + self.batch))
+            self.next += self.batch
+            self.pending.add(seeds[0])
+            return seeds
+
+    def done(self, first: int) -> None:
+        with self.lock:
+            self.pending.discard(first)
+
+    def watermark(self) -> int:
+        with self.lock:
+            return min(self.pending) if self.pending else self.next
+
+
+# --- statistics ---------------------------------------------------------------------------
+@dataclass
+class Stats:
+    started: float = field(default_factory=time.monotonic)
+    verdicts: collections.Counter = field(default_factory=collections.Counter)
+    kinds: collections.Counter = field(default_factory=collections.Counter)
+    signatures: dict = field(default_factory=dict)     # signature -> [count, first seed]
+    ops: set = field(default_factory=set)
+    catalogue_size: int = 0
+
+    def add(self, prog, outcome: dict) -> None:
+        v = outcome.get("verdict", "fail")
+        self.verdicts[v] += 1
+        self.ops.update(prog.ops())
+        if v == "fail":
+            self.kinds[outcome.get("kind", "")] += 1
+            sig = outcome.get("signature", "")
+            entry = self.signatures.setdefault(sig, [0, prog.meta.get("seed")])
+            entry[0] += 1
+
+    @property
+    def cases(self) -> int:
+        return sum(self.verdicts.values())
+
+    def snapshot(self) -> dict:
+        t = time.monotonic() - self.started
+        n = self.cases
+        return {"t": round(t, 1), "cases": n, "cases_per_s": round(n / t, 2) if t else 0.0,
+                "verdicts": dict(self.verdicts), "findings_by_kind": dict(self.kinds),
+                "unique_signatures": len(self.signatures),
+                "validity": round(1 - self.verdicts["invalid"] / n, 4) if n else 1.0,
+                "op_coverage": f"{len(self.ops)}/{self.catalogue_size}"}
+
+
+class Display:
+    """Live table on a terminal (rich); plain periodic lines elsewhere (CI logs, pipes)."""
+
+    def __init__(self, echo: Callable[[str], None], live: Optional[bool] = None,
+                 every: float = 10.0):
+        import sys
+
+        self.echo = echo
+        self.live = sys.stdout.isatty() if live is None else live
+        self.every = every
+        self.last = 0.0
+        self._live = None
+        if self.live:
+            from rich.live import Live
+
+            self._live = Live(refresh_per_second=2, transient=False)
+            self._live.start()
+
+    def update(self, snap: dict, force: bool = False) -> None:
+        if self._live is not None:
+            self._live.update(self._table(snap))
+            return
+        now = time.monotonic()
+        if force or now - self.last >= self.every:
+            self.last = now
+            kinds = ", ".join(f"{k} {c}" for k, c in sorted(snap["findings_by_kind"].items()))
+            self.echo(f"[{snap['t']:6.0f}s] {snap['cases']} cases ({snap['cases_per_s']}/s), "
+                      f"findings: {kinds or 'none'}; {snap['unique_signatures']} signatures, "
+                      f"validity {100 * snap['validity']:.1f}%, ops {snap['op_coverage']}")
+
+    def _table(self, snap: dict):
+        from rich.table import Table
+
+        t = Table(title="tvmfuzz campaign", show_header=False)
+        t.add_row("elapsed", f"{snap['t']:.0f} s")
+        t.add_row("cases", f"{snap['cases']} ({snap['cases_per_s']}/s)")
+        t.add_row("verdicts", ", ".join(f"{k} {v}" for k, v in sorted(snap["verdicts"].items())))
+        t.add_row("findings by kind", ", ".join(
+            f"{k} {v}" for k, v in sorted(snap["findings_by_kind"].items())) or "none")
+        t.add_row("unique signatures", str(snap["unique_signatures"]))
+        t.add_row("validity", f"{100 * snap['validity']:.1f}%")
+        t.add_row("op coverage", snap["op_coverage"])
+        return t
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+
+
+# --- the campaign -------------------------------------------------------------------------
+@dataclass
+class CampaignConfig:
+    budget_s: float
+    out_dir: Path
+    seed: int = 0
+    mode: Optional[str] = None
+    jobs: int = 1
+    targets: tuple = TARGET_KINDS
+    replays: int = 3
+    tvm_python: Optional[str] = None
+    resume: bool = False
+    live: Optional[bool] = None
+
+
+def _worker(cfg: CampaignConfig, plan: SeedPlan, results: queue.Queue, stop: threading.Event,
+            make_runner) -> None:
+    runner = make_runner()
+    try:
+        while not stop.is_set():
+            seeds = plan.take()
+            progs = [make_case(s, cfg.mode, cfg.targets) for s in seeds]
+            outcomes = runner.run_many(progs)
+            for prog, outcome in zip(progs, outcomes):
+                if outcome.get("verdict") == "fail" and cfg.replays > 1:
+                    outcome["reproduction"] = reproduction(runner, prog, outcome, cfg.replays)
+            scripts = runner.scripts([p for p, o in zip(progs, outcomes)
+                                      if o.get("verdict") in ("fail", "invalid")])
+            results.put((seeds[0], progs, outcomes, iter(scripts)))
+    except Exception as e:  # noqa: BLE001 - reported by the main thread, never swallowed
+        results.put(("error", e))
+    finally:
+        runner.close()
+
+
+def _load_state(out_dir: Path) -> dict:
+    try:
+        return json.loads((out_dir / "campaign.json").read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 def run_campaign(budget_s: float, out_dir: Path, seed: int = 0, mode: Optional[str] = None,
                  echo: Callable[[str], None] = print, runner=None, replays: int = 3,
-                 tvm_python: Optional[str] = None) -> dict:
-    if runner is None:
-        from .sandbox_runner import SandboxRunner
+                 tvm_python: Optional[str] = None, jobs: int = 1, targets=TARGET_KINDS,
+                 resume: bool = False, live: Optional[bool] = None) -> dict:
+    cfg = CampaignConfig(budget_s, out_dir, seed, mode, jobs, tuple(targets), replays,
+                         tvm_python, resume, live)
+    from fuzz.catalogue import CATALOGUE
 
-        runner = SandboxRunner(python=tvm_python) if tvm_python else SandboxRunner()
+    from .sandbox_runner import SandboxRunner
+
+    state = _load_state(out_dir) if resume else {}
+    start = state.get("watermark", seed)
+    if resume and state:
+        cfg.mode = state.get("mode", mode)
+        echo(f"resuming campaign in {out_dir} at seed {start} "
+             f"({state.get('cases', 0)} cases done before)")
+
+    def make_runner():
+        if runner is not None:
+            return runner
+        return SandboxRunner(python=tvm_python) if tvm_python else SandboxRunner()
+
+    plan = SeedPlan(start, BATCH)
+    stats = Stats(catalogue_size=len(CATALOGUE))
+    results: queue.Queue = queue.Queue()
+    stop = threading.Event()
+    threads = [threading.Thread(target=_worker, args=(cfg, plan, results, stop, make_runner),
+                                daemon=True) for _ in range(max(1, jobs))]
+    for t in threads:
+        t.start()
+    display = Display(echo, live)
+    stats_file = (out_dir / "stats.jsonl").open("a")
     t0 = time.monotonic()
-    counts: collections.Counter = collections.Counter()
-    failures: dict[tuple, list[int]] = collections.defaultdict(list)
-    last = t0
-    s = seed
-    run_many = getattr(runner, "run_many", None)
-    batch = BATCH if run_many else 1
+    error = None
     try:
-        while time.monotonic() - t0 < budget_s:
-            progs = [make_case(x, mode) for x in range(s, s + batch)]
-            outcomes = run_many(progs) if run_many else [runner(progs[0])]
+        while any(t.is_alive() for t in threads) or not results.empty():
+            if time.monotonic() - t0 >= budget_s:
+                stop.set()
+            try:
+                item = results.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if item[0] == "error":
+                error = item[1]
+                stop.set()
+                continue
+            first, progs, outcomes, scripts = item
             for prog, outcome in zip(progs, outcomes):
-                verdict = outcome.get("verdict", "fail")
-                counts[verdict] += 1
-                if verdict == "fail" and replays > 1:
-                    outcome["reproduction"] = reproduction(runner, prog, outcome, replays)
-                if verdict in ("fail", "invalid"):
-                    key = (verdict, outcome.get("kind", ""), outcome.get("stage", ""),
-                           outcome.get("error_type", ""), (outcome.get("message") or "")[:160])
-                    failures[key].append(prog.meta["seed"])
-                    save_case(out_dir, prog, outcome, runner.scripts([prog])[0])
-            s += batch
-            if time.monotonic() - last > 10:
-                last = time.monotonic()
-                echo(f"[{last - t0:6.0f}s] {sum(counts.values())} cases "
-                     f"({sum(counts.values()) / (last - t0):.1f}/s), "
-                     f"pass {counts['pass']}, fail {counts['fail']}, invalid {counts['invalid']}")
+                stats.add(prog, outcome)
+                if outcome.get("verdict") in ("fail", "invalid"):
+                    save_case(out_dir, prog, outcome, next(scripts))
+            plan.done(first)
+            _save_state(out_dir, plan, stats, cfg, state)
+            snap = stats.snapshot()
+            stats_file.write(json.dumps(snap) + "\n")
+            stats_file.flush()
+            display.update(snap)
+    except KeyboardInterrupt:
+        stop.set()
+        echo("interrupted: finishing the cases in flight (Ctrl-C again to abandon them)")
+        for t in threads:
+            t.join()
     finally:
-        close = getattr(runner, "close", None)
-        if close:
-            close()
-    total = sum(counts.values())
-    elapsed = time.monotonic() - t0
-    summary = {"cases": total, "seconds": round(elapsed, 1), "seeds": [seed, s - 1],
-               "verdicts": dict(counts),
-               "failures": [{"verdict": k[0], "kind": k[1], "stage": k[2], "error_type": k[3],
-                             "message": k[4], "count": len(v), "seeds": v[:10]}
-                            for k, v in sorted(failures.items(), key=lambda kv: -len(kv[1]))]}
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
-    echo(f"{total} cases in {elapsed:.0f}s: pass {counts['pass']}, fail {counts['fail']}, "
-         f"invalid (generator defects) {counts['invalid']}, "
-         f"rejected (mutants both verifier and build refuse) {counts['rejected']}")
-    if failures:
-        echo("failures seen (count, verdict/kind/stage, first message line):")
-        for f in summary["failures"]:
-            echo(f"  {f['count']:4d}  {f['verdict']}/{f['kind']}/{f['stage']}  "
-                 f"{f['error_type']}: {f['message']}  (seeds {f['seeds'][:3]})")
-        echo(f"cases saved under {out_dir / 'findings'}")
+        display.close()
+        stats_file.close()
+    if error is not None:
+        raise error
+    return _summarize(out_dir, stats, plan, start, echo)
+
+
+def _save_state(out_dir: Path, plan: SeedPlan, stats: Stats, cfg: CampaignConfig,
+                before: dict) -> None:
+    _write(out_dir / "campaign.json", json.dumps({
+        "watermark": plan.watermark(), "mode": cfg.mode,
+        "cases": before.get("cases", 0) + stats.cases}))
+
+
+def _summarize(out_dir: Path, stats: Stats, plan: SeedPlan, start: int, echo) -> dict:
+    snap = stats.snapshot()
+    summary = dict(snap, seeds=[start, plan.next - 1], signatures=[
+        {"signature": s, "count": c, "first_seed": first}
+        for s, (c, first) in sorted(stats.signatures.items(), key=lambda kv: -kv[1][0])])
+    _write(out_dir / "summary.json", json.dumps(summary, indent=1))
+    v = stats.verdicts
+    echo(f"{stats.cases} cases in {snap['t']:.0f}s ({snap['cases_per_s']}/s): pass {v['pass']}, "
+         f"fail {v['fail']}, invalid (generator defects) {v['invalid']}, "
+         f"rejected (mutants both verifier and build refuse) {v['rejected']}")
+    if stats.signatures:
+        echo(f"{len(stats.signatures)} distinct failures (count, signature, first seed):")
+        for s in summary["signatures"]:
+            echo(f"  {s['count']:4d}  {s['signature'][:200]}  (seed {s['first_seed']})")
+        echo(f"cases saved under {out_dir / 'findings'}; replay one with "
+             f"`tvmfuzz replay {out_dir / 'findings'}/<kind>/case_<seed>.json`")
     return summary
