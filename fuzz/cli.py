@@ -14,6 +14,8 @@ from pathlib import Path
 
 import click
 
+from corpus.store import DEFAULT_CORPUS
+
 from . import GENERATOR_VERSION
 
 
@@ -171,6 +173,35 @@ def run(budget, jobs, targets, out, resume, seed, mode, replays, live, tvm_pytho
 
 
 @cli.command()
+@click.option("--budget", type=Duration(), default="10m", show_default=True,
+              help="wall-clock budget (the case list is a prefix of a fixed sequence)")
+@click.option("--cases", type=click.IntRange(min=1), default=None,
+              help="run exactly this many cases instead of filling the budget")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--baseline", type=click.Path(dir_okay=False), default=None,
+              help="JSON file of accepted signatures: only others fail the run")
+@click.option("--update-baseline", is_flag=True, help="add this run's signatures to --baseline")
+@click.option("--out", "out", default="runs/smoke", show_default=True,
+              type=click.Path(file_okay=False))
+@click.option("--extra-pass", "extra_passes", multiple=True, metavar="MODULE:ATTR",
+              help="a Relax pass to run before the pipeline (e.g. a fork's own pass)")
+@TVM_PYTHON
+def smoke(budget, cases, seed, baseline, update_baseline, out, extra_passes, tvm_python):
+    """CI smoke fuzzing: exit 0 when no signature outside the baseline appears, 1 when one
+    does, 2 on usage or environment errors. Writes smoke.junit.xml and smoke.sarif."""
+    from worker.smoke import SmokeError, run_smoke
+
+    out_dir = _out_dir(out)
+    try:
+        code = run_smoke(budget, out_dir, seed, cases, Path(baseline) if baseline else None,
+                         update_baseline, tuple(extra_passes), echo=click.echo,
+                         tvm_python=tvm_python)
+    except SmokeError as e:
+        raise click.UsageError(str(e))
+    sys.exit(code)
+
+
+@cli.command()
 @click.argument("case", type=click.Path(exists=True, dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True)
@@ -212,6 +243,52 @@ def catalogue_cmd(check, seeds):
     for fam, names in fams.items():
         click.echo(f"{fam} ({len(names)}): " + " ".join(n[len("relax."):] for n in names))
     click.echo(f"{len(CATALOGUE)} ops")
+
+
+def _open_corpus(path: str):
+    """An existing corpus, or a one-line usage error (exit 2) naming the path."""
+    from corpus import Corpus, CorpusError
+
+    try:
+        return Corpus(Path(path), create=False)
+    except CorpusError as e:
+        raise click.UsageError(str(e))
+
+
+CORPUS_OPT = click.option("--corpus", "corpus_dir", default=str(DEFAULT_CORPUS),
+                          show_default=True,
+                          type=click.Path(file_okay=False), help="corpus store directory")
+FORMAT_OPT = click.option("--format", "fmt", type=click.Choice(["text", "json"]),
+                          default="text", show_default=True)
+
+
+@cli.command()
+@CORPUS_OPT
+@FORMAT_OPT
+def findings(corpus_dir, fmt):
+    """List the corpus's buckets (one per signature), most frequent first."""
+    from corpus import format_buckets
+
+    with _open_corpus(corpus_dir) as c:
+        buckets = c.buckets()
+    click.echo(json.dumps(buckets, indent=1) if fmt == "json" else format_buckets(buckets))
+
+
+@cli.command()
+@click.argument("bucket")
+@CORPUS_OPT
+@FORMAT_OPT
+def show(bucket, corpus_dir, fmt):
+    """Show one bucket (its id, or a unique prefix): signature, outcome, case, TVMScript."""
+    from corpus import UnknownBucket, format_bucket
+
+    with _open_corpus(corpus_dir) as c:
+        try:
+            b = c.bucket(bucket)
+        except UnknownBucket as e:
+            raise click.UsageError(str(e))
+    b["replay"] = f"tvmfuzz replay {b['case_path']}"
+    click.echo(json.dumps(b, indent=1) if fmt == "json" else format_bucket(b))
 
 
 def main(argv=None) -> int:

@@ -42,6 +42,9 @@ class Variant:
     pipeline: str = "default"
     passes: list = field(default_factory=list)
     exec_mode: str = "bytecode"
+    # "module:attr" names of extra Relax passes run first (a TVM fork's own passes, or a
+    # test's planted bug); imported in the sandbox child, from the user's own command line.
+    extra_passes: list = field(default_factory=list)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -128,6 +131,26 @@ def tvm_target(v: Variant):
 
 
 def relax_pipeline(v: Variant, target):
+    import tvm
+    from tvm import relax
+
+    base = _base_pipeline(v, target)
+    if not v.extra_passes:
+        return base
+    if base == "default":
+        base = relax.pipeline.default_build_pipeline()
+    return tvm.transform.Sequential([_load_pass(p) for p in v.extra_passes] + [base])
+
+
+def _load_pass(spec: str):
+    import importlib
+
+    module, _, attr = spec.partition(":")
+    obj = getattr(importlib.import_module(module), attr)
+    return obj() if callable(obj) and not hasattr(obj, "info") else obj
+
+
+def _base_pipeline(v: Variant, target):
     import tvm
     from tvm import relax
 
