@@ -52,6 +52,11 @@ def _out_dir(path: str) -> Path:
 
 
 MODES = click.Choice(["valid", "near-valid"])
+CORPUS_OPT = click.option("--corpus", "corpus_dir", default=str(DEFAULT_CORPUS),
+                          show_default=True,
+                          type=click.Path(file_okay=False), help="corpus store directory")
+FORMAT_OPT = click.option("--format", "fmt", type=click.Choice(["text", "json"]),
+                          default="text", show_default=True)
 TVM_PYTHON = click.option("--tvm-python", type=click.Path(exists=True, dir_okay=False),
                           default=None, help="Python interpreter of the TVM install to test "
                           "(the sandbox server runs under it)")
@@ -153,8 +158,9 @@ def gen(count, seed, out, mode, ops):
               help="runs of each failing case before it is stored (its reproduction rate)")
 @click.option("--live/--no-live", default=None,
               help="live table (default: on a terminal) or plain progress lines")
+@CORPUS_OPT
 @TVM_PYTHON
-def run(budget, jobs, targets, out, resume, seed, mode, replays, live, tvm_python):
+def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_dir, tvm_python):
     """A campaign on this machine: generate, compile and run (llvm plus a random variant) in
     crash-isolated sandboxes, judge, keep every finding."""
     from worker.campaign import TARGET_KINDS, run_campaign
@@ -167,8 +173,14 @@ def run(budget, jobs, targets, out, resume, seed, mode, replays, live, tvm_pytho
     out_dir = _out_dir(out)
     if resume and not (out_dir / "campaign.json").exists():
         raise click.UsageError(f"--resume: no campaign to resume in {out_dir}")
-    run_campaign(budget, out_dir, seed, mode, echo=click.echo, replays=replays,
-                 tvm_python=tvm_python, jobs=jobs, targets=kinds, resume=resume, live=live)
+    from corpus import CorpusError
+
+    try:
+        run_campaign(budget, out_dir, seed, mode, echo=click.echo, replays=replays,
+                     tvm_python=tvm_python, jobs=jobs, targets=kinds, resume=resume, live=live,
+                     corpus=Path(corpus_dir))
+    except CorpusError as e:
+        raise click.UsageError(str(e))
     sys.exit(0)
 
 
@@ -253,13 +265,6 @@ def _open_corpus(path: str):
         return Corpus(Path(path), create=False)
     except CorpusError as e:
         raise click.UsageError(str(e))
-
-
-CORPUS_OPT = click.option("--corpus", "corpus_dir", default=str(DEFAULT_CORPUS),
-                          show_default=True,
-                          type=click.Path(file_okay=False), help="corpus store directory")
-FORMAT_OPT = click.option("--format", "fmt", type=click.Choice(["text", "json"]),
-                          default="text", show_default=True)
 
 
 @cli.command()

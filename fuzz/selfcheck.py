@@ -57,20 +57,20 @@ def _same_ty(ours: Ty, tvms: Ty, env: dict) -> bool:
     return all(D.evaluate(a, env) == eval_dim_text(b, env) for a, b in zip(ours.shape, tvms.shape))
 
 
-def check_op(op: str, seeds=range(10), run: bool = True) -> list[Problem]:
-    import tvm
-    from tvm import relax
-
-    from worker.execute import compile_and_run
+def check_op(op: str, seeds=range(10), run: bool = True, runner=None) -> list[Problem]:
+    """Problems of ``op``'s spec on one-op programs from ``seeds``. Types are checked here;
+    build and run go through the sandbox (``runner``: a worker.sandbox_runner.SandboxRunner,
+    made and closed here when not given), since some of them crash TVM's process."""
     from .materialize import materialize, struct_info_of
 
     problems: list[Problem] = []
-    sampled = 0
+    progs = []
     for seed in seeds:
         prog = single_op_program(op, RandomChooser(seed))
         if prog is None:
             continue
-        sampled += 1
+        prog.meta["seed"] = seed
+        progs.append(prog)
         try:
             mod = materialize(prog)
         except Exception as e:  # noqa: BLE001
@@ -83,13 +83,24 @@ def check_op(op: str, seeds=range(10), run: bool = True) -> list[Problem]:
             if t is not None and n.ty is not None and not _same_ty(n.ty, t, env):
                 problems.append(Problem(op, seed, "shape-rule",
                                         f"{n.name}: rule {n.ty}, TVM {t}", prog))
-        if run:
-            o = compile_and_run(prog, input_seed=seed)
-            if o.verdict != "pass":
-                problems.append(Problem(op, seed, o.kind if o.kind != "crash" else o.stage,
-                                        f"{o.error_type}: {o.message}"[:500], prog))
-    if sampled == 0:
+    if not progs:
         problems.append(Problem(op, -1, "no-sample", "sample() never succeeded"))
+    if run and progs:
+        from worker.sandbox_runner import SandboxRunner
+
+        own = runner is None
+        runner = runner or SandboxRunner(timeout=120)
+        try:
+            outcomes = runner.run_many(progs)
+        finally:
+            if own:
+                runner.close()
+        for prog, o in zip(progs, outcomes):
+            if o["verdict"] != "pass":
+                what = o.get("kind") if o.get("kind") not in ("crash", "signal", "hang") \
+                    else o.get("stage")
+                problems.append(Problem(op, prog.meta["seed"], what,
+                                        f"{o.get('error_type')}: {o.get('message')}"[:500], prog))
     return problems
 
 
@@ -104,9 +115,12 @@ def main(argv=None) -> int:
     ap.add_argument("--family")
     a = ap.parse_args(argv)
     ops = a.ops or sorted(n for n, s in CATALOGUE.items() if not a.family or s.family == a.family)
+    from worker.sandbox_runner import SandboxRunner
+
     bad = 0
+    runner = SandboxRunner(timeout=120)
     for op in ops:
-        ps = check_op(op, range(a.seeds))
+        ps = check_op(op, range(a.seeds), runner=runner)
         if ps:
             bad += 1
             kinds = collections.Counter(p.what for p in ps)
@@ -115,6 +129,7 @@ def main(argv=None) -> int:
                 dt = sorted({t.dtype for t in (q.ty for q in p.program.main.params)}) \
                     if p.program else []
                 print(f"   seed={p.seed} {p.what} dtypes={dt}: {p.detail[:300]}")
+    runner.close()
     print(f"checked {len(ops)} ops, {bad} with problems")
     return 1 if bad else 0
 

@@ -45,9 +45,18 @@ def _dtypes(prog):
     return {q.runtime_ty.dtype for q in prog.main.params}
 
 
-def _unexplained(op, seeds):
+@pytest.fixture(scope="module")
+def runner():
+    from worker.sandbox_runner import SandboxRunner
+
+    r = SandboxRunner(timeout=120)
+    yield r
+    r.close()
+
+
+def _unexplained(op, seeds, runner):
     out = []
-    for p in check_op(op, seeds):
+    for p in check_op(op, seeds, runner=runner):
         if p.program is not None:
             attrs = next((n.attrs for n in p.program.main.nodes() if n.op == op), {})
             if match(op, _dtypes(p.program), p.detail, p.what, attrs):
@@ -57,13 +66,13 @@ def _unexplained(op, seeds):
 
 
 @pytest.mark.parametrize("op", OPS)
-def test_reference_matches_tvm(op):
-    problems = _unexplained(op, range(2))
+def test_reference_matches_tvm(op, runner):
+    problems = _unexplained(op, range(2), runner)
     assert not problems, "\n".join(problems)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("op", OPS)
-def test_reference_matches_tvm_many_seeds(op):
-    problems = _unexplained(op, range(2, 14))
+def test_reference_matches_tvm_many_seeds(op, runner):
+    problems = _unexplained(op, range(2, 14), runner)
     assert not problems, "\n".join(problems)

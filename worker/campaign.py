@@ -209,6 +209,7 @@ class CampaignConfig:
     tvm_python: Optional[str] = None
     resume: bool = False
     live: Optional[bool] = None
+    corpus: Optional[Path] = None
 
 
 def _worker(cfg: CampaignConfig, plan: SeedPlan, results: queue.Queue, stop: threading.Event,
@@ -241,9 +242,11 @@ def _load_state(out_dir: Path) -> dict:
 def run_campaign(budget_s: float, out_dir: Path, seed: int = 0, mode: Optional[str] = None,
                  echo: Callable[[str], None] = print, runner=None, replays: int = 3,
                  tvm_python: Optional[str] = None, jobs: int = 1, targets=TARGET_KINDS,
-                 resume: bool = False, live: Optional[bool] = None) -> dict:
+                 resume: bool = False, live: Optional[bool] = None,
+                 corpus: Optional[Path] = None) -> dict:
     cfg = CampaignConfig(budget_s, out_dir, seed, mode, jobs, tuple(targets), replays,
-                         tvm_python, resume, live)
+                         tvm_python, resume, live, corpus)
+    from corpus.store import Corpus, versions
     from fuzz.catalogue import CATALOGUE
 
     from .sandbox_runner import SandboxRunner
@@ -260,6 +263,11 @@ def run_campaign(budget_s: float, out_dir: Path, seed: int = 0, mode: Optional[s
             return runner
         return SandboxRunner(python=tvm_python) if tvm_python else SandboxRunner()
 
+    # Opened before any work, so a corpus that cannot be written fails first (CorpusError).
+    store = Corpus(corpus) if corpus is not None else None
+    vers = versions()
+    if tvm_python:
+        vers["tvm"] = _tvm_version_of(tvm_python)
     plan = SeedPlan(start, BATCH)
     stats = Stats(catalogue_size=len(CATALOGUE))
     results: queue.Queue = queue.Queue()
@@ -288,7 +296,14 @@ def run_campaign(budget_s: float, out_dir: Path, seed: int = 0, mode: Optional[s
             for prog, outcome in zip(progs, outcomes):
                 stats.add(prog, outcome)
                 if outcome.get("verdict") in ("fail", "invalid"):
-                    save_case(out_dir, prog, outcome, next(scripts))
+                    script = next(scripts)
+                    save_case(out_dir, prog, outcome, script)
+                    if store is not None and outcome["verdict"] == "fail":
+                        bucket, new = store.add_finding(prog, outcome, script,
+                                                        tvm_version=vers["tvm"],
+                                                        tvmfuzz_version=vers["tvmfuzz"])
+                        if new and not display.live:
+                            echo(f"new bucket {bucket}: {outcome['signature'][:150]}")
             plan.done(first)
             _save_state(out_dir, plan, stats, cfg, state)
             snap = stats.snapshot()
@@ -303,9 +318,19 @@ def run_campaign(budget_s: float, out_dir: Path, seed: int = 0, mode: Optional[s
     finally:
         display.close()
         stats_file.close()
+        if store is not None:
+            store.close()
     if error is not None:
         raise error
     return _summarize(out_dir, stats, plan, start, echo)
+
+
+def _tvm_version_of(python: str) -> str:
+    import subprocess
+
+    r = subprocess.run([python, "-c", "from importlib.metadata import version as v;"
+                        "print(v('apache-tvm'))"], capture_output=True, text=True, timeout=60)
+    return r.stdout.strip() or "unknown"
 
 
 def _save_state(out_dir: Path, plan: SeedPlan, stats: Stats, cfg: CampaignConfig,
@@ -330,5 +355,6 @@ def _summarize(out_dir: Path, stats: Stats, plan: SeedPlan, start: int, echo) ->
         for s in summary["signatures"]:
             echo(f"  {s['count']:4d}  {s['signature'][:200]}  (seed {s['first_seed']})")
         echo(f"cases saved under {out_dir / 'findings'}; replay one with "
-             f"`tvmfuzz replay {out_dir / 'findings'}/<kind>/case_<seed>.json`")
+             f"`tvmfuzz replay {out_dir / 'findings'}/<kind>/case_<seed>.json`; "
+             "`tvmfuzz findings` lists the corpus buckets")
     return summary

@@ -68,13 +68,22 @@ def _pass_watch_class():
 
         def __init__(self, check_well_formed: bool = True):
             self.check = check_well_formed
-            self.current: Optional[str] = None
+            self.stack: list[str] = []     # passes run nested (Sequential, pipelines)
             self.ill_formed_after: Optional[str] = None
 
+        @property
+        def current(self) -> str:
+            """The innermost pass running now: "" between passes (e.g. in VM codegen)."""
+            generic = ("sequential", "_pipeline")
+            named = [p for p in self.stack if p not in generic]
+            return named[-1] if named else ""
+
         def run_before_pass(self, mod, info):
-            self.current = info.name
+            self.stack.append(info.name)
 
         def run_after_pass(self, mod, info):
+            if self.stack and self.stack[-1] == info.name:
+                self.stack.pop()
             if not self.check or self.ill_formed_after or not _has_relax(mod):
                 return
             try:

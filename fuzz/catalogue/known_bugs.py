@@ -73,6 +73,37 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
              "one_hot's on/off values print as bare ints and parse back as int64, so a module "
              "with int32 on/off values changes its result dtype on a print/parse round trip",
              what=("roundtrip",)),
+    # reduce, sort and linalg families (KNOWN_BUG_P in reduce.py rates their triggers)
+    KnownBug(("relax.argmax", "relax.argmin"), ("bfloat16",), r"StructuralEqual",
+             "argmax/argmin on bfloat16 fail to build (a StructuralEqual check on a binding)"),
+    KnownBug(("relax.argmax", "relax.argmin"), ("*",), r"Cannot reduce a 0 dim Tensor",
+             "argmax/argmin of a 0-d tensor pass inference but fail to legalize"),
+    KnownBug(("relax.argmax", "relax.argmin"), ("uint8",), r"differ",
+             "argmax/argmin return -1 where every element along the axis equals the dtype's "
+             "min (max for argmin): the reducer starts at (-1, min_value), replaces on '>' only; "
+             "valid programs reach it with uint8 zeros",
+             what=("numeric",)),
+    KnownBug(("relax.std",), ("int8", "int32", "int64", "uint8"), r"differ",
+             "std on integers returns a float32 tensor at run time (typed as the int dtype)",
+             what=("numeric",)),
+    KnownBug(("relax.median",), ("*",), r"shape \(1,\), expected|outputs, expected|"
+             r"must be TupleType",
+             "median: axis=None with keepdims (rank != 1) returns shape (1,); several axes or "
+             "axis=[] disagree with the inferred type (tuple vs tensor)",
+             what=("numeric", "build"),
+             when=lambda a: a.get("axis") == [] or (isinstance(a.get("axis"), list)
+                                                    and len(a["axis"]) > 1)
+             or (a.get("axis") is None and a.get("keepdims"))),
+    KnownBug(("relax.median", "relax.sort", "relax.argsort", "relax.topk"), ("bfloat16",),
+             r"differ|.", "tvm.contrib.sort mishandles bfloat16: garbage values, heap "
+             "corruption (later abort or hang)", what=("numeric", "run", "build", "compare")),
+    KnownBug(("relax.topk",), ("*",), r"vector::reserve",
+             "topk with k < -1 fails at run time; k < 1 is documented as the whole axis",
+             what=("run",), when=lambda a: a.get("k", 0) < -1),
+    KnownBug(("relax.einsum",), ("*",), r"differ",
+             "einsum summing over an empty (size 0) letter returns uninitialized memory "
+             "instead of 0. Matched by op alone: the trigger is in the input shapes",
+             what=("numeric",)),
     # nn family (fuzz/catalogue/nn.py samples these triggers with probability KNOWN_BUG_P)
     KnownBug(("relax.nn.adaptive_avg_pool1d",), ("*",), r"Cannot convert from type `ir\.IntImm`",
              "adaptive_avg_pool1d output_size=None: legalization passes a dim, topi wants a list",
