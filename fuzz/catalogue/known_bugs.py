@@ -104,6 +104,21 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
              "einsum summing over an empty (size 0) letter returns uninitialized memory "
              "instead of 0. Matched by op alone: the trigger is in the input shapes",
              what=("numeric",)),
+    KnownBug(("relax.eye_like",), ("*",), r"requires the input tensor to have float dtype|"
+             r"Expected integer argument|Binary operators must have the same datatype|"
+             r"requires the input tensor to have",
+             "eye_like ignores its dtype when legalized (the result keeps the input's dtype), "
+             "so an op consuming it fails re-inference in LegalizeOps",
+             when=lambda a: a.get("dtype") is not None),
+    KnownBug(("relax.nn.attention", "relax.nn.attention_bias"), ("float16",),
+             r"Binary operators must have the same datatype|tensor_a has different data type",
+             "attention on float16 with an explicit scale legalizes to a float32 result, so a "
+             "consumer fails re-inference in LegalizeOps",
+             when=lambda a: a.get("scale") is not None),
+    KnownBug(("relax.nn.layer_norm", "relax.nn.group_norm", "relax.nn.instance_norm",
+              "relax.nn.rms_norm", "relax.mean", "relax.variance", "relax.std"), ("*",),
+             r"Divide by zero", "normalizing or averaging over an axis of size 0 crashes "
+             "constant folding (Divide by zero) instead of giving NaN or a clean error"),
     # nn family (fuzz/catalogue/nn.py samples these triggers with probability KNOWN_BUG_P)
     KnownBug(("relax.nn.adaptive_avg_pool1d",), ("*",), r"Cannot convert from type `ir\.IntImm`",
              "adaptive_avg_pool1d output_size=None: legalization passes a dim, topi wants a list",
@@ -131,6 +146,25 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
              "legalization reshapes K/V as if they had all heads: wrong results (batch > 1). "
              "Matched by op alone: the trigger is in the input shapes", what=("numeric",)),
 ]
+
+
+def explain(program, outcome: dict):
+    """The known bug that explains a failing outcome of ``program``, or None: some op of the
+    program matches an entry for the outcome's stage (numeric, roundtrip, build, run...)."""
+    what = outcome.get("kind") if outcome.get("kind") in ("numeric", "roundtrip") \
+        else outcome.get("stage")
+    text = outcome.get("detail") if what == "numeric" else \
+        f"{outcome.get('error_type')}: {outcome.get('message')}"
+    dtypes = {p.runtime_ty.dtype for f in program.functions for p in f.params
+              if hasattr(p.runtime_ty, "dtype")}
+    dtypes |= {n.ty.dtype for f in program.functions for n in f.nodes()
+               if hasattr(n.ty, "dtype")}
+    for f in program.functions:
+        for n in f.nodes():
+            bug = match(n.op, dtypes, text or "", what, n.attrs)
+            if bug:
+                return bug
+    return None
 
 
 def match(op: str, dtypes, message: str, what: str = "build", attrs: Optional[dict] = None):
