@@ -7,6 +7,8 @@ the choice sequence of a failing program (see ``fuzz.strategies``).
 """
 from __future__ import annotations
 
+import bisect
+import itertools
 import random
 from typing import Sequence, TypeVar
 
@@ -27,14 +29,12 @@ class Chooser:
         return seq[self.integer(0, len(seq) - 1)]
 
     def weighted(self, items: Sequence[T], weights: Sequence[float]) -> T:
-        total = sum(weights)
-        x = self.uniform(0.0, total)
-        acc = 0.0
-        for item, w in zip(items, weights):
-            acc += w
-            if x < acc:
-                return item
-        return items[-1]
+        return self.weighted_cum(items, list(itertools.accumulate(weights)))
+
+    def weighted_cum(self, items: Sequence[T], cum: Sequence[float]) -> T:
+        """``weighted`` with precomputed cumulative weights (the op table is drawn from often)."""
+        x = self.uniform(0.0, cum[-1])
+        return items[min(bisect.bisect_right(cum, x), len(items) - 1)]
 
     def sample(self, seq: Sequence[T], k: int) -> list[T]:
         pool = list(seq)

@@ -9,6 +9,8 @@ Near-valid mode (``fuzz.mutate``) starts from a valid program and breaks one pro
 """
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 from typing import Callable, Optional, Sequence
 
@@ -223,16 +225,17 @@ def _rollback(ctx: GenContext, mark) -> None:
 
 
 # --- whole programs ---------------------------------------------------------------------
-def _op_table(ops: Optional[Sequence[str]]):
+@functools.lru_cache(maxsize=64)
+def _op_table(ops: Optional[tuple]):
     specs = [CATALOGUE[o] for o in ops] if ops else list(CATALOGUE.values())
-    return specs, [s.weight for s in specs]
+    return specs, list(itertools.accumulate(s.weight for s in specs))
 
 
 def gen_function(ch: Chooser, name: str, n_ops: int, mode: str,
                  ops: Optional[Sequence[str]] = None,
                  callees: Sequence[Function] = ()) -> Function:
     ctx = GenContext(ch, mode, allow_sym=ch.boolean(0.4))
-    specs, weights = _op_table(ops)
+    specs, cum = _op_table(tuple(ops) if ops else None)
     # Parameters with unknown shape reach ops only through match_cast in valid programs.
     if ch.boolean(0.1):
         _match_cast_param(ctx)
@@ -244,7 +247,7 @@ def gen_function(ch: Chooser, name: str, n_ops: int, mode: str,
             if _call_function(ctx, ch.choice(list(callees))):
                 made += 1
             continue
-        spec = ch.weighted(specs, weights)
+        spec = ch.weighted_cum(specs, cum)
         if apply_op(ctx, spec) is not None:
             made += 1
     if not ctx.pool:
