@@ -182,6 +182,10 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
                 if not wf:
                     # Verifier and build agree the program is wrong: a mutant's expected end.
                     return done(_fail("build", e, kind="rejected", verdict="rejected"), v)
+                if watch.ill_formed_after:
+                    # The crash follows a pass that broke the IR: that pass is the culprit.
+                    return done(_fail("build", e, kind="pass_ill_formed",
+                                      extra={"failing_pass": watch.ill_formed_after}), v)
                 return done(_fail("build", e, kind="verifier_build" if near_valid else "crash",
                                   extra={"failing_pass": watch.current or ""}), v)
             if watch.ill_formed_after:
