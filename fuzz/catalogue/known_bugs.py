@@ -38,8 +38,9 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
     KnownBug(("relax.strided_slice",), ("*",),
              r"strides\[i\] < 0 \? \(end_i <= begin_i\)|bad_alloc|TVM -?\d*-\d|, -\d",
              "begin past end after clamping: numpy gives an empty slice, TVM infers a negative "
-             "extent and then fails to build (static) or to allocate (symbolic)",
-             what=("build", "run", "shape-rule")),
+             "extent and then fails to build (static) or to allocate (symbolic); a consumer "
+             "typed with the model's extent then fails construction",
+             what=("build", "run", "shape-rule", "materialize")),
     KnownBug(("relax.arange",), ("*",), r".",
              "integer arange with a negative step infers the wrong length "
              "(arange(9, 9, -1) has 2 elements, arange(7, -3, -2) has 6)",

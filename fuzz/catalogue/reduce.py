@@ -443,7 +443,8 @@ class Median(OpSpec):
         keep = [a for a in range(x.ndim) if a not in axes]
         # Move the reduced axes last and flatten them: the lower median of what they span.
         moved = np.transpose(x, keep + axes)
-        flat = moved.reshape(moved.shape[:len(keep)] + (-1,))
+        # An explicit length: -1 cannot be inferred when a kept dim is 0.
+        flat = moved.reshape(moved.shape[:len(keep)] + (math.prod(x.shape[a] for a in axes),))
         order = np.argsort(flat, axis=-1, kind="stable")
         mid = (flat.shape[-1] - 1) // 2
         idx = order[..., mid]
