@@ -71,7 +71,7 @@ class Sorting(OpSpec):
 
     def near_valid_attrs(self, ctx, ins, attrs):
         r = ins[0].rank
-        return dict(attrs, axis=ctx.ch.choice([r, -r - 1]))
+        return dict(attrs, axis=ctx.ch.choice([r, -r - 1])) if r > 0 else None
 
 
 @dataclass
@@ -132,6 +132,8 @@ class TopK(OpSpec):
 
     def near_valid_attrs(self, ctx, ins, attrs):
         x = ins[0]
+        if x.rank == 0:
+            return None
         d = x.shape[norm_axis(attrs["axis"], x.rank)]
         if isinstance(d, int) and ctx.ch.boolean(0.5):
             return dict(attrs, k=d + ctx.ch.integer(1, 3))   # past the axis length
