@@ -284,7 +284,20 @@ def _reduce(reduction: str):
 
 
 @dataclass
-class ScatterElements(OpSpec):
+class _Scatter(OpSpec):
+    """What scatter_elements and scatter_nd share: the result is the data's type, and it is
+    exact when nothing is rounded (update/min/max, or integers)."""
+
+    def infer(self, tys, attrs):
+        return TensorTy(tys[0].shape, tys[0].dtype)
+
+    def exact(self, ins, attrs, out):
+        return all(v.exact for v in ins) and (
+            attrs["reduction"] in ("update", "min", "max") or out.dtype not in FLOATS)
+
+
+@dataclass
+class ScatterElements(_Scatter):
     dtypes: tuple = NUMERIC
 
     def sample(self, ctx):
@@ -306,17 +319,12 @@ class ScatterElements(OpSpec):
         upd = ctx.pick(dtypes=(x.dtype,), rank=len(shape), new_shape=shape)
         return [x, idx, upd], {"axis": _axis_attr(ctx, axis, x.rank), "reduction": red}
 
-    def infer(self, tys, attrs):
-        return TensorTy(tys[0].shape, tys[0].dtype)
 
     def interval(self, ins, attrs, out):
         x, idx, upd = ins
         a = norm_axis(attrs["axis"], x.rank)
         return _scatter_interval(x, upd, attrs["reduction"], idx.shape[a])
 
-    def exact(self, ins, attrs, out):
-        return all(v.exact for v in ins) and (
-            attrs["reduction"] in ("update", "min", "max") or out.dtype not in FLOATS)
 
     def reference(self, xs, attrs):
         x, idx, upd = xs
@@ -332,7 +340,7 @@ class ScatterElements(OpSpec):
 
 
 @dataclass
-class ScatterND(OpSpec):
+class ScatterND(_Scatter):
     dtypes: tuple = NUMERIC
 
     def sample(self, ctx):
@@ -359,16 +367,11 @@ class ScatterND(OpSpec):
         upd = ctx.pick(dtypes=(x.dtype,), rank=len(ushape), new_shape=ushape)
         return [x, idx, upd], {"reduction": red}
 
-    def infer(self, tys, attrs):
-        return TensorTy(tys[0].shape, tys[0].dtype)
 
     def interval(self, ins, attrs, out):
         x, idx, upd = ins
         return _scatter_interval(x, upd, attrs["reduction"], D.product(idx.shape[:-1]))
 
-    def exact(self, ins, attrs, out):
-        return all(v.exact for v in ins) and (
-            attrs["reduction"] in ("update", "min", "max") or out.dtype not in FLOATS)
 
     def reference(self, xs, attrs):
         x, idx, upd = xs
