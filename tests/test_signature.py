@@ -37,3 +37,20 @@ def test_throw_site_stage_and_kind_are_part_of_it():
 
 def test_pass_has_no_signature():
     assert signature({"verdict": "pass"}) == ""
+
+
+def test_rank_dependent_argument_lists_do_not_split_one_bug():
+    a = 'Check failed: (IsFloatType(a.ty())) is false: T.te.tensor_load(metadata["te.Tensor"][0])'
+    b = ('Check failed: (IsFloatType(a.ty())) is false: '
+         'T.te.tensor_load(metadata["te.Tensor"][0], ax0, ax1, ax2)')
+    assert signature(_o(a)) == signature(_o(b))
+    assert normalize_message("f(ax0, ax1, ax2) g(ax0)") == normalize_message("f(ax0) g(ax0, ax1)")
+
+
+def test_codegen_vm_signature_names_the_offending_op():
+    msg = ("CodeGenVM cannot emit this Relax operator directly. Run the appropriate lowering "
+           "pass, or route the operator to an external codegen before VM codegen.")
+    exp = _o(msg, detail=msg + "\nOffending call:\nR.exp(p1)")
+    mul = _o(msg, detail=msg + "\nOffending call:\nR.multiply(p1, p2)")
+    assert "Op(relax.exp)" in signature(exp)
+    assert signature(exp) != signature(mul)

@@ -20,8 +20,7 @@ from fuzz.materialize import MaterializeError, materialize
 from fuzz.model import Program
 
 from .signature import signature
-from .variants import (BASE, Variant, build, gpu_available, load_vm, nvcc_available,
-                       nvcc_compile)
+from .variants import BASE, Variant, build, load_vm, nvcc_available, nvcc_compile
 
 STAGES = ("materialize", "well_formed", "build", "vm_load", "run", "reference", "compare")
 
@@ -192,8 +191,8 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
                 return done(Outcome("fail", "pass_ill_formed", "build", "",
                                     f"{watch.ill_formed_after} produced ill-formed IR",
                                     extra={"failing_pass": watch.ill_formed_after}), v)
-            if v.kind == "cuda" and not gpu_available():
-                continue   # compile-only where there is no GPU
+            if not v.runnable_here:
+                continue   # compile-only: CUDA without a GPU, or code for another CPU
             try:
                 vm = load_vm(ex, v, workdir)
             except Exception as e:  # noqa: BLE001

@@ -19,11 +19,17 @@ _NUM = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w])")
 _NAME_NUM = re.compile(r"\b([A-Za-z_]+?)_?\d+\b")
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 _SPACES = re.compile(r"\s+")
+# Argument lists whose length follows the tensor's rank: one bug, whatever the rank.
+_REPEATS = re.compile(r"\b(ax#|i#|j#|k#)(?:, \1)*")   # loop variables of a tensor access
+_TENSOR_LOAD = re.compile(r"tensor_load\((?:[^()]|\([^()]*\))*\)")
+# Messages that name the op only on a later line (CodeGenVM: "Offending call: R.exp(p1)").
+_OFFENDING = re.compile(r"Offending call:\s*R\.([\w.]+)\(")
 
 
 def normalize_message(msg: str) -> str:
     line = (msg or "").strip().splitlines()[0] if (msg or "").strip() else ""
     line = _reduce_op_reprs(line)
+    line = _TENSOR_LOAD.sub("tensor_load(...)", line)
     keep: list[str] = []
 
     def protect(m):   # a private-use character stands in, so no digit of it is rewritten
@@ -36,6 +42,7 @@ def normalize_message(msg: str) -> str:
     line = _HEX.sub("0x?", line)
     line = _NUM.sub("N", line)
     line = _NAME_NUM.sub(lambda m: f"{m.group(1)}#", line)   # v12, lv3, p_4 -> v#, lv#, p#
+    line = _REPEATS.sub(lambda m: f"{m.group(1)}...", line)
     line = re.sub("[\ue000-\uf8ff]", lambda m: keep[ord(m.group(0)) - 0xE000], line)
     return _SPACES.sub(" ", line).strip()[:300]
 
@@ -64,6 +71,9 @@ def signature(outcome: dict) -> str:
         parts.append(outcome.get("extra", {}).get("numeric_key", ""))
     else:
         parts.append(normalize_message(outcome.get("message", "")))
+        offending = _OFFENDING.search(outcome.get("detail", "") or "")
+        if offending:
+            parts.append(f"Op(relax.{offending.group(1)})")
     site = outcome.get("throw_site", "")
     failing_pass = outcome.get("extra", {}).get("failing_pass", "")
     return " | ".join(p for p in parts if p) + (f" @ {site}" if site else "") + (

@@ -13,6 +13,7 @@ Pipelines:
 """
 from __future__ import annotations
 
+import functools
 import shutil
 from dataclasses import asdict, dataclass, field
 from typing import Optional
@@ -34,6 +35,11 @@ _NEEDS_BEFORE = {"AnnotateTIROpPattern": "LegalizeOps", "FuseOps": "AnnotateTIRO
                  "FuseTIR": "FuseOps"}
 
 LLVM_CPUS = ("", "x86-64", "haswell", "skylake-avx512", "znver3")
+# /proc/cpuinfo flags code for an -mcpu needs before it can run here; code for a CPU this host
+# lacks dies by SIGILL, which is no TVM bug, so such variants are compile-only.
+_CPU_NEEDS = {"": (), "x86-64": (), "haswell": ("avx2", "fma", "bmi2"),
+              "skylake-avx512": ("avx512f", "avx512bw", "avx512dq", "avx512vl"),
+              "znver3": ("avx2", "sse4a", "clzero")}
 
 
 @dataclass
@@ -60,6 +66,14 @@ class Variant:
     @property
     def runs_on_cpu(self) -> bool:
         return self.kind in ("llvm", "c")
+
+    @property
+    def runnable_here(self) -> bool:
+        """Can this host run what the variant builds? (CUDA: see gpu_available.)"""
+        if self.kind == "cuda":
+            return gpu_available()
+        needs = _CPU_NEEDS.get(self.target.get("mcpu", ""))
+        return needs is not None and set(needs) <= _host_cpu_flags()
 
     @property
     def exact(self) -> bool:
@@ -105,6 +119,18 @@ def random_variant(ch: Chooser, cuda: bool = False) -> Variant:
     pipeline = ch.weighted(["default", "target", "zero", "passes"], [2, 3, 2, 3])
     passes = random_passes(ch, ch.integer(1, 5)) if pipeline == "passes" else []
     return Variant(target, pipeline, passes, "compiled" if ch.boolean(0.2) else "bytecode")
+
+
+@functools.lru_cache(maxsize=1)
+def _host_cpu_flags() -> frozenset:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
 
 
 def nvcc_available() -> bool:
