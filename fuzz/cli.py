@@ -160,9 +160,16 @@ def gen(count, seed, out, mode, ops):
               help="live table (default: on a terminal) or plain progress lines")
 @CORPUS_OPT
 @TVM_PYTHON
-def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_dir, tvm_python):
+@click.option("--broker", default=None, metavar="URL",
+              help="distributed mode: send the cases to `tvmfuzz worker`s through this Redis "
+                   "(redis://HOST:6379/0); this process only coordinates (--jobs is unused)")
+@click.option("--in-flight", type=click.IntRange(min=0), default=0, show_default=True,
+              help="with --broker: batches out at once (0: worker processes + 2)")
+def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_dir, tvm_python,
+        broker, in_flight):
     """A campaign on this machine: generate, compile and run (llvm plus a random variant) in
-    crash-isolated sandboxes, judge, keep every finding."""
+    crash-isolated sandboxes, judge, keep every finding. With --broker, the cases run on
+    Celery workers instead (see `tvmfuzz worker`)."""
     from worker.campaign import TARGET_KINDS, run_campaign
 
     kinds = tuple(t.strip() for t in targets.split(",") if t.strip())
@@ -175,6 +182,22 @@ def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_di
         raise click.UsageError(f"--resume: no campaign to resume in {out_dir}")
     from corpus import CorpusError
 
+    if broker:
+        _check_broker_url(broker)
+        if tvm_python:
+            raise click.UsageError("--tvm-python: in distributed mode the workers choose their "
+                                   "TVM (tvmfuzz worker --tvm-python)")
+        from worker.distributed import BatchFailed, BrokerUnavailable, run_distributed
+
+        try:
+            run_distributed(budget, out_dir, broker, seed, mode, echo=click.echo,
+                            replays=replays, targets=kinds, resume=resume, live=live,
+                            corpus=Path(corpus_dir), in_flight=in_flight)
+        except (BrokerUnavailable, CorpusError) as e:
+            raise click.UsageError(str(e))
+        except BatchFailed as e:
+            raise click.ClickException(str(e))
+        sys.exit(0)
     try:
         run_campaign(budget, out_dir, seed, mode, echo=click.echo, replays=replays,
                      tvm_python=tvm_python, jobs=jobs, targets=kinds, resume=resume, live=live,
@@ -182,6 +205,39 @@ def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_di
     except CorpusError as e:
         raise click.UsageError(str(e))
     sys.exit(0)
+
+
+def _check_broker_url(url: str) -> None:
+    if not re.match(r"rediss?://", url):
+        raise click.UsageError(f"--broker: {url!r} is not a Redis URL (redis://HOST:6379/0)")
+
+
+@cli.command()
+@click.option("--broker", envvar="TVMFUZZ_BROKER", default="redis://localhost:6379/0",
+              show_default=True, metavar="URL", help="Redis URL (also $TVMFUZZ_BROKER)")
+@click.option("--concurrency", "-c", type=click.IntRange(min=1), default=None,
+              help="pool processes, each with its own sandbox (default: CPU count)")
+@click.option("--visibility-timeout", type=Duration(), default="3600", show_default=True,
+              help="seconds before Redis hands an unacknowledged batch to another worker; "
+                   "keep it above the longest batch (the task's hard time limit)")
+@click.option("--hostname", "-n", default=None,
+              help="Celery node name (default: tvmfuzz-PID@HOST)")
+@click.option("--loglevel", "-l", default="INFO", show_default=True)
+@TVM_PYTHON
+def worker(broker, concurrency, visibility_timeout, hostname, loglevel, tvm_python):
+    """A distributed-mode worker: runs the batches a `tvmfuzz run --broker` coordinator sends,
+    each in a crash-isolated sandbox (Celery, prefork pool; TVM is never imported here)."""
+    import os
+
+    _check_broker_url(broker)
+    from worker.celery_app import make_app
+
+    app = make_app(broker, visibility_timeout=visibility_timeout, tvm_python=tvm_python)
+    # No gossip or mingle: with many workers those are broadcasts nobody here needs.
+    app.worker_main(["worker", "--pool=prefork", f"--loglevel={loglevel}",
+                     f"--hostname={hostname or f'tvmfuzz-{os.getpid()}@%h'}",
+                     "--without-gossip", "--without-mingle"]
+                    + ([f"--concurrency={concurrency}"] if concurrency else []))
 
 
 @cli.command()
@@ -236,6 +292,47 @@ def replay(case, fmt, times, timeout, tvm_python):
             click.echo(f"signature: {result['signature']}")
             click.echo(f"message: {result['message']}")
     sys.exit(0)
+
+
+@cli.command()
+@click.argument("input_spec", metavar="INPUT")
+@click.option("--signature", default=None, help="keep this signature (default: the one INPUT "
+              "fails with)")
+@click.option("--interesting", default=None, metavar="CMD",
+              help="C-Reduce style test: CMD FILE exits 0 when a candidate is interesting")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="candidates judged in parallel (sandboxes)")
+@click.option("--out", default=None, type=click.Path(file_okay=False),
+              help="output directory (default: reduced/<name>)")
+@click.option("--timeout", type=Duration(), default="60s", show_default=True,
+              help="limit per candidate run")
+@click.option("--time", "budget", type=Duration(), default=None,
+              help="stop after this long and keep the smallest candidate so far")
+@CORPUS_OPT
+@TVM_PYTHON
+def reduce(input_spec, signature, interesting, jobs, out, timeout, budget, corpus_dir,
+           tvm_python):
+    """Reduce a failing case (JSON), TVMScript file or corpus bucket to a minimal reproducer,
+    with repro.py and report.md."""
+    from reducer.cli import run_reduce
+
+    sys.exit(run_reduce(input_spec, signature, interesting, jobs, out, timeout, budget,
+                        tvm_python, corpus_dir))
+
+
+@cli.command()
+@click.argument("input_spec", metavar="CASE")
+@click.option("--out", default=None, type=click.Path(file_okay=False),
+              help="output directory (default: reports/<name>)")
+@click.option("--timeout", type=Duration(), default="60s", show_default=True)
+@CORPUS_OPT
+@TVM_PYTHON
+def report(input_spec, out, timeout, corpus_dir, tvm_python):
+    """Write repro.py and report.md (a TVM issue, ready to paste) for a failing case (JSON),
+    TVMScript file or corpus bucket."""
+    from reducer.cli import run_report
+
+    sys.exit(run_report(input_spec, out, timeout, tvm_python, corpus_dir))
 
 
 @cli.command(name="catalogue")

@@ -239,6 +239,71 @@ def _load_state(out_dir: Path) -> dict:
         return {}
 
 
+# --- keeping results (shared with the distributed coordinator, worker/distributed.py) -----
+def open_campaign(cfg: CampaignConfig, echo: Callable[[str], None]):
+    """Resume state, first seed, corpus store and versions, before any work: a corpus that
+    cannot be written fails here (CorpusError). ``cfg.mode`` becomes the resumed one."""
+    from corpus.store import Corpus, versions
+
+    state = _load_state(cfg.out_dir) if cfg.resume else {}
+    start = state.get("watermark", cfg.seed)
+    if cfg.resume and state:
+        cfg.mode = state.get("mode", cfg.mode)
+        echo(f"resuming campaign in {cfg.out_dir} at seed {start} "
+             f"({state.get('cases', 0)} cases done before)")
+    store = Corpus(cfg.corpus) if cfg.corpus is not None else None
+    vers = versions()
+    if cfg.tvm_python:
+        vers["tvm"] = _tvm_version_of(cfg.tvm_python)
+    return state, start, store, vers
+
+
+class Recorder:
+    """Keeps each finished batch: statistics, findings/ files, corpus buckets, the watermark in
+    campaign.json, a stats.jsonl line and the display. Called from one thread only."""
+
+    def __init__(self, cfg: CampaignConfig, state: dict, store, vers: dict,
+                 echo: Callable[[str], None]):
+        from fuzz.catalogue import CATALOGUE
+
+        self.cfg, self.state, self.store, self.vers, self.echo = cfg, state, store, vers, echo
+        self.stats = Stats(catalogue_size=len(CATALOGUE))
+        self.display = Display(echo, cfg.live)
+        self.stats_file = (cfg.out_dir / "stats.jsonl").open("a")
+        self.extra_state: dict = {}   # more keys for campaign.json (the distributed reply list)
+
+    def record(self, plan: SeedPlan, first: int, progs, outcomes, scripts,
+               tvm_version: Optional[str] = None) -> None:
+        """``scripts``: one per case whose verdict is fail or invalid, in order."""
+        scripts = iter(scripts)
+        for prog, outcome in zip(progs, outcomes):
+            self.stats.add(prog, outcome)
+            if outcome.get("verdict") in ("fail", "invalid"):
+                script = next(scripts)
+                save_case(self.cfg.out_dir, prog, outcome, script)
+                if self.store is not None and outcome["verdict"] == "fail":
+                    bucket, new = self.store.add_finding(
+                        prog, outcome, script, tvm_version=tvm_version or self.vers["tvm"],
+                        tvmfuzz_version=self.vers["tvmfuzz"])
+                    if new and not self.display.live:
+                        self.echo(f"new bucket {bucket}: {outcome['signature'][:150]}")
+        plan.done(first)
+        self.checkpoint(plan)
+
+    def checkpoint(self, plan: SeedPlan, force: bool = False) -> None:
+        _save_state(self.cfg.out_dir, plan, self.stats, self.cfg, self.state, self.extra_state)
+        snap = self.stats.snapshot()
+        self.stats_file.write(json.dumps(snap) + "\n")
+        self.stats_file.flush()
+        self.display.update(snap, force)
+
+    def close(self) -> None:
+        self.display.close()
+        self.stats_file.close()
+        if self.store is not None:
+            self.store.close()
+
+
 def run_campaign(budget_s: float, out_dir: Path, seed: int = 0, mode: Optional[str] = None,
                  echo: Callable[[str], None] = print, runner=None, replays: int = 3,
                  tvm_python: Optional[str] = None, jobs: int = 1, targets=TARGET_KINDS,
@@ -246,38 +311,22 @@ def run_campaign(budget_s: float, out_dir: Path, seed: int = 0, mode: Optional[s
                  corpus: Optional[Path] = None) -> dict:
     cfg = CampaignConfig(budget_s, out_dir, seed, mode, jobs, tuple(targets), replays,
                          tvm_python, resume, live, corpus)
-    from corpus.store import Corpus, versions
-    from fuzz.catalogue import CATALOGUE
-
     from .sandbox_runner import SandboxRunner
-
-    state = _load_state(out_dir) if resume else {}
-    start = state.get("watermark", seed)
-    if resume and state:
-        cfg.mode = state.get("mode", mode)
-        echo(f"resuming campaign in {out_dir} at seed {start} "
-             f"({state.get('cases', 0)} cases done before)")
 
     def make_runner():
         if runner is not None:
             return runner
         return SandboxRunner(python=tvm_python) if tvm_python else SandboxRunner()
 
-    # Opened before any work, so a corpus that cannot be written fails first (CorpusError).
-    store = Corpus(corpus) if corpus is not None else None
-    vers = versions()
-    if tvm_python:
-        vers["tvm"] = _tvm_version_of(tvm_python)
+    state, start, store, vers = open_campaign(cfg, echo)
     plan = SeedPlan(start, BATCH)
-    stats = Stats(catalogue_size=len(CATALOGUE))
+    rec = Recorder(cfg, state, store, vers, echo)
     results: queue.Queue = queue.Queue()
     stop = threading.Event()
     threads = [threading.Thread(target=_worker, args=(cfg, plan, results, stop, make_runner),
                                 daemon=True) for _ in range(max(1, jobs))]
     for t in threads:
         t.start()
-    display = Display(echo, live)
-    stats_file = (out_dir / "stats.jsonl").open("a")
     t0 = time.monotonic()
     error = None
     try:
@@ -293,36 +342,17 @@ def run_campaign(budget_s: float, out_dir: Path, seed: int = 0, mode: Optional[s
                 stop.set()
                 continue
             first, progs, outcomes, scripts = item
-            for prog, outcome in zip(progs, outcomes):
-                stats.add(prog, outcome)
-                if outcome.get("verdict") in ("fail", "invalid"):
-                    script = next(scripts)
-                    save_case(out_dir, prog, outcome, script)
-                    if store is not None and outcome["verdict"] == "fail":
-                        bucket, new = store.add_finding(prog, outcome, script,
-                                                        tvm_version=vers["tvm"],
-                                                        tvmfuzz_version=vers["tvmfuzz"])
-                        if new and not display.live:
-                            echo(f"new bucket {bucket}: {outcome['signature'][:150]}")
-            plan.done(first)
-            _save_state(out_dir, plan, stats, cfg, state)
-            snap = stats.snapshot()
-            stats_file.write(json.dumps(snap) + "\n")
-            stats_file.flush()
-            display.update(snap)
+            rec.record(plan, first, progs, outcomes, scripts)
     except KeyboardInterrupt:
         stop.set()
         echo("interrupted: finishing the cases in flight (Ctrl-C again to abandon them)")
         for t in threads:
             t.join()
     finally:
-        display.close()
-        stats_file.close()
-        if store is not None:
-            store.close()
+        rec.close()
     if error is not None:
         raise error
-    return _summarize(out_dir, stats, plan, start, echo)
+    return _summarize(out_dir, rec.stats, plan, start, echo)
 
 
 def _tvm_version_of(python: str) -> str:
@@ -334,15 +364,16 @@ def _tvm_version_of(python: str) -> str:
 
 
 def _save_state(out_dir: Path, plan: SeedPlan, stats: Stats, cfg: CampaignConfig,
-                before: dict) -> None:
+                before: dict, extra: Optional[dict] = None) -> None:
     _write(out_dir / "campaign.json", json.dumps({
         "watermark": plan.watermark(), "mode": cfg.mode,
-        "cases": before.get("cases", 0) + stats.cases}))
+        "cases": before.get("cases", 0) + stats.cases, **(extra or {})}))
 
 
-def _summarize(out_dir: Path, stats: Stats, plan: SeedPlan, start: int, echo) -> dict:
+def _summarize(out_dir: Path, stats: Stats, plan: SeedPlan, start: int, echo,
+               extra: Optional[dict] = None) -> dict:
     snap = stats.snapshot()
-    summary = dict(snap, seeds=[start, plan.next - 1], signatures=[
+    summary = dict(snap, **(extra or {}), seeds=[start, plan.next - 1], signatures=[
         {"signature": s, "count": c, "first_seed": first}
         for s, (c, first) in sorted(stats.signatures.items(), key=lambda kv: -kv[1][0])])
     _write(out_dir / "summary.json", json.dumps(summary, indent=1))

@@ -89,7 +89,16 @@ KINDS = {"case": _case, "script": _script, "print": _print, "segv": _segv, "fpe"
          "spin": _spin, "alloc": _alloc, "exit": _exit, "echo": _echo}
 
 
+# Job kinds "<plugin>.<name>" live in another package's module, imported in the child on use.
+PLUGINS = {"reducer": "reducer.jobs"}
+
+
 def run_job(job: dict) -> dict:
+    plugin = job["kind"].split(".", 1)[0]
+    if plugin in PLUGINS:
+        import importlib
+
+        return importlib.import_module(PLUGINS[plugin]).KINDS[job["kind"]](job)
     return KINDS[job["kind"]](job)
 
 
