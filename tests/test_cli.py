@@ -1,4 +1,5 @@
 import json
+import os
 import subprocess
 import sys
 
@@ -63,3 +64,38 @@ def test_run_campaign_lists_failures_and_saves_cases(tmp_path, capsys):
         assert f"{s['count']:4d}  {s['signature'][:200]}" in printed
     stats = [json.loads(x) for x in (out / "stats.jsonl").read_text().splitlines()]
     assert stats and stats[-1]["cases"] == summary["cases"]
+
+
+def test_killed_local_campaign_resumes_with_its_findings_intact(tmp_path):
+    """SIGKILL the embedded-default campaign mid-run; --resume continues from the watermark
+    and every finding stored before the kill is still in the corpus."""
+    import signal
+    import time
+
+    from corpus import Corpus
+
+    out, corpus = tmp_path / "run", tmp_path / "corpus"
+    args = [sys.executable, "-m", "fuzz.cli", "run", "--time", "10m", "--out", str(out),
+            "--corpus", str(corpus), "--no-live", "--replays", "1"]
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        state = out / "campaign.json"
+        if state.exists() and json.loads(state.read_text())["watermark"] >= 24:
+            break
+        time.sleep(1)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    before = json.loads((out / "campaign.json").read_text())
+    with Corpus(corpus) as c:
+        assert c.integrity_check() == "ok"
+        stored = {f["case_hash"] for f in c.findings()}
+    r = subprocess.run(args[:5] + ["20s"] + args[6:] + ["--resume"], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"at seed {before['watermark']}" in r.stdout
+    after = json.loads((out / "campaign.json").read_text())
+    assert after["watermark"] > before["watermark"]
+    with Corpus(corpus) as c:
+        assert stored <= {f["case_hash"] for f in c.findings()}
