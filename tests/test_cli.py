@@ -6,6 +6,7 @@ import sys
 import pytest
 
 from fuzz.cli import main
+from worker.signature import short
 
 
 def test_gen_writes_json_and_script_per_case_and_histograms(tmp_path, capsys):
@@ -61,7 +62,7 @@ def test_run_campaign_lists_failures_and_saves_cases(tmp_path, capsys):
     kept = sum(v for k, v in summary["verdicts"].items() if k in ("fail", "invalid"))
     assert len(saved) == kept
     for s in summary["signatures"]:
-        assert f"{s['count']:4d}  {s['signature'][:200]}" in printed
+        assert f"{s['count']:4d}  {short(s['signature'], 200)}" in printed
     stats = [json.loads(x) for x in (out / "stats.jsonl").read_text().splitlines()]
     assert stats and stats[-1]["cases"] == summary["cases"]
 

@@ -22,6 +22,7 @@ from typing import Callable, Optional
 from fuzz.choice import RandomChooser
 from fuzz.generate import generate
 
+from .signature import short
 from .variants import BASE, nvcc_available, random_variant
 
 NEAR_VALID_SHARE = 0.15
@@ -286,7 +287,7 @@ class Recorder:
                         prog, outcome, script, tvm_version=tvm_version or self.vers["tvm"],
                         tvmfuzz_version=self.vers["tvmfuzz"])
                     if new and not self.display.live:
-                        self.echo(f"new bucket {bucket}: {outcome['signature'][:150]}")
+                        self.echo(f"new bucket {bucket}: {short(outcome['signature'])}")
         plan.done(first)
         self.checkpoint(plan)
 
@@ -384,7 +385,7 @@ def _summarize(out_dir: Path, stats: Stats, plan: SeedPlan, start: int, echo,
     if stats.signatures:
         echo(f"{len(stats.signatures)} distinct failures (count, signature, first seed):")
         for s in summary["signatures"]:
-            echo(f"  {s['count']:4d}  {s['signature'][:200]}  (seed {s['first_seed']})")
+            echo(f"  {s['count']:4d}  {short(s['signature'], 200)}  (seed {s['first_seed']})")
         echo(f"cases saved under {out_dir / 'findings'}; replay one with "
              f"`tvmfuzz replay {out_dir / 'findings'}/<kind>/case_<seed>.json`; "
              "`tvmfuzz findings` lists the corpus buckets")

@@ -80,5 +80,11 @@ def signature(outcome: dict) -> str:
         f" [pass {failing_pass}]" if failing_pass else "")
 
 
+def short(sig: str, width: int = 160) -> str:
+    """A signature cut to ``width`` for one-line display, keeping its end (the op, the throw
+    site and the pass tell bugs apart; a long message's middle does not)."""
+    return sig if len(sig) <= width else sig[:width - 64] + " ... " + sig[-59:]
+
+
 def signature_id(sig: str) -> str:
     return hashlib.sha1(sig.encode()).hexdigest()[:12]

@@ -17,7 +17,7 @@ from typing import Callable, Optional
 from xml.sax.saxutils import escape, quoteattr
 
 from .campaign import make_case, save_case
-from .signature import signature_id
+from .signature import short, signature_id
 
 BASELINE_VERSION = 1
 
@@ -93,7 +93,7 @@ def run_smoke(budget_s: float, out_dir: Path, seed: int = 0, cases: Optional[int
     echo(f"smoke: {len(case_hashes)} cases from seed {seed} in {time.monotonic() - t0:.0f}s; "
          f"{len(found)} signatures, {len(new)} new, {len(found) - len(new)} in the baseline")
     for sid, f in new.items():
-        echo(f"  NEW {sid}  {f['signature'][:160]}\n       case {f['case']} (seed {f['seed']})")
+        echo(f"  NEW {sid}  {short(f['signature'])}\n       case {f['case']} (seed {f['seed']})")
     if update_baseline:
         if baseline is None:
             raise SmokeError("--update-baseline needs --baseline FILE")
