@@ -1,0 +1,383 @@
+"""Reduce a failing case (program model) or a TVMScript file to a minimal reproducer.
+
+``reduce_case(program, ...)`` and ``reduce_script(text, ...)`` are the entry points; anything
+that yields a program (a stored case, a corpus bucket's representative) goes through
+``reduce_case``. Both first replay the input three times in the sandbox and refuse to start on
+an input that passes, does not parse, or fails with an unstable signature; then they run the
+delta passes through ``ddmin.Driver``, writing the best candidate so far after every
+accepted step, and finish with ``case.json``/``case.py``, ``repro.py`` and ``report.md``.
+"""
+from __future__ import annotations
+
+import collections
+import json
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from fuzz.model import Program
+from worker.script_guard import UnsafeScript, check_script
+
+from . import model_passes as MP
+from .ddmin import Cancelled, Driver
+from .oracle import CaseSubject, Oracle, ScriptSubject
+from .output import OutDir
+from .pool import SandboxPool
+from .size import script_bindings, script_smaller, script_structure
+
+REPLAYS = 3
+
+
+class ReduceError(Exception):
+    """The input cannot be reduced; the message says why, for the user."""
+
+
+@dataclass
+class Reduction:
+    kind: str                       # "case" or "script"
+    original: Any
+    reduced: Any
+    signature: str
+    outcome: dict
+    script: str                     # reduced TVMScript ("" when it could not be printed)
+    stats: dict = field(default_factory=dict)
+    slippage: dict = field(default_factory=dict)   # signature -> directory it was saved in
+    out_dir: Optional[Path] = None
+    writer: Any = None              # the OutDir this run writes through
+
+
+# --- inputs ---------------------------------------------------------------------------------
+def load_input(spec: str, corpus_dir: Optional[Path] = None) -> tuple[str, Any, str]:
+    """("case", Program, name) or ("script", text, name) for a path or a corpus bucket id
+    (its representative case)."""
+    path = Path(spec)
+    if not path.exists():
+        return ("case", _bucket_case(spec, corpus_dir), f"bucket-{spec}")
+    if path.is_dir():
+        raise ReduceError(f"{spec} is a directory, not a case or a TVMScript file")
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ReduceError(f"cannot read {spec}: {e}")
+    name = path.name.split(".")[0] or "case"
+    if path.suffix == ".json":
+        try:
+            return ("case", Program.loads(text), name)
+        except (ValueError, KeyError, TypeError) as e:
+            raise ReduceError(f"{spec} is not a tvmfuzz case (program-model JSON): {e}")
+    check_user_script(text, spec)
+    return ("script", comment_imports(text), name)
+
+
+def _bucket_case(bucket_id: str, corpus_dir: Optional[Path]) -> Program:
+    """The representative case of a corpus bucket (an id or a unique prefix of one)."""
+    from corpus import Corpus, CorpusError
+
+    where = corpus_dir or "runs/corpus"
+    try:
+        with Corpus(where, create=False) as c:
+            b = c.bucket(bucket_id)
+    except KeyError as e:   # UnknownBucket
+        raise ReduceError(f"{bucket_id}: no such file, and {e}")
+    except CorpusError as e:
+        raise ReduceError(f"{bucket_id}: no such file (and no corpus to look it up in: {e})")
+    if not b.get("case"):
+        raise ReduceError(f"bucket {b['id']}: its representative case file is missing")
+    return Program.from_json(b["case"])
+
+
+_IMPORT = re.compile(r"^(from\s+tvm(\.[\w.]+)?\s+import\s.*|import\s+tvm(\.[\w.]+)?(\s+as\s+\w+)?"
+                     r"|from\s+typing\s+import\s.*|import\s+numpy(\s+as\s+\w+)?)\s*$")
+
+
+def comment_imports(text: str) -> str:
+    """TVMScript files start with ``from tvm.script import relax as R``; the parser
+    (``tvm.script.from_source``) rejects imports and binds I, R, T itself, so top-level
+    imports of tvm, numpy and typing are commented out, as TVM's printer writes them."""
+    return "".join("# " + ln if _IMPORT.match(ln.rstrip("\n")) else ln
+                   for ln in text.splitlines(keepends=True))
+
+
+def check_user_script(text: str, where: str = "input") -> None:
+    """Refuse text that is not Python or uses Python outside TVMScript, before any parse."""
+    try:
+        check_script(text)
+    except SyntaxError as e:
+        raise ReduceError(f"{where} is not TVMScript (Python syntax error, line {e.lineno})")
+    except UnsafeScript as e:
+        raise ReduceError(f"{where} refused: it uses Python outside TVMScript ({e}); "
+                          "nothing in it was run")
+
+
+# --- the checks before reducing -------------------------------------------------------------
+def _stable_signature(oracle: Oracle, subject_label: str, cand, want: Optional[str]) -> dict:
+    outs = oracle.run([cand] * REPLAYS)
+    oracle.stats["replays"] += REPLAYS
+    first = outs[0]
+    verdicts = collections.Counter(o.get("verdict") for o in outs)
+    if first.get("kind") == "not_tvmscript":
+        raise ReduceError(f"the {subject_label} is not TVMScript that TVM can parse: "
+                          f"{first.get('error_type')}: {first.get('message')}")
+    if verdicts["pass"] == REPLAYS:
+        raise ReduceError(f"the {subject_label} does not fail: it builds, runs and agrees in "
+                          f"{REPLAYS} of {REPLAYS} runs; there is nothing to reduce")
+    sigs = collections.Counter(o.get("signature", "") for o in outs)
+    if len(sigs) > 1:
+        listed = "; ".join(f"{n}x {s or 'pass'}" for s, n in sigs.most_common())
+        raise ReduceError(f"the {subject_label} fails only sometimes ({listed}); an unstable "
+                          "failure cannot be reduced reliably")
+    if first.get("verdict") == "invalid":
+        raise ReduceError(f"TVM refuses to construct the {subject_label} (a generator defect, "
+                          f"not a TVM bug): {first.get('error_type')}: {first.get('message')}")
+    if first.get("verdict") == "rejected":
+        raise ReduceError(f"the {subject_label} is a near-valid mutant that verifier and build "
+                          "both refuse: the expected outcome, not a bug")
+    if want and first.get("signature") != want:
+        raise ReduceError(f"the {subject_label} fails with another signature: "
+                          f"{first.get('signature')}")
+    return first
+
+
+def _stable_cmd(oracle: Oracle, subject_label: str, cand) -> None:
+    got = [oracle._by_cmd([cand])[0][0] for _ in range(REPLAYS)]
+    oracle.stats["replays"] += REPLAYS
+    if not any(got):
+        raise ReduceError(f"the {subject_label} is not interesting: the --interesting command "
+                          "does not exit 0 on it")
+    if not all(got):
+        raise ReduceError(f"the {subject_label} is interesting only sometimes ({sum(got)} of "
+                          f"{REPLAYS}); an unstable test cannot drive a reduction")
+
+
+def _candidate_timeout(first: dict, timeout: float) -> float:
+    if first.get("kind") in ("hang", "lost"):
+        return timeout
+    return min(timeout, max(15.0, 5 * float(first.get("seconds") or 0) + 5))
+
+
+# --- reductions -------------------------------------------------------------------------------
+class _Progress:
+    """Writes the best candidate so far (atomically) after each accepted step, so a killed
+    or interrupted reduction still leaves its smallest result."""
+
+    def __init__(self, writer: Optional[OutDir], name: str, text_of: Callable):
+        self.writer, self.name, self.text_of = writer, name, text_of
+
+    def __call__(self, state) -> None:
+        if self.writer is not None:
+            self.writer.write(self.name, self.text_of(state))
+
+
+def reduce_case(program: Program, *, signature: Optional[str] = None,
+                interesting: Optional[str] = None, jobs: int = 1,
+                out_dir: Optional[Path] = None, timeout: float = 60.0,
+                python: str = sys.executable, log: Callable[[str], None] = lambda s: None,
+                max_rounds: int = 12, time_budget: Optional[float] = None,
+                pool: Optional[SandboxPool] = None, write: bool = True) -> Reduction:
+    t0 = time.monotonic()
+    writer = OutDir(out_dir) if out_dir is not None and write else None
+    own = pool is None
+    pool = pool or SandboxPool(jobs, timeout, python=python)
+    try:
+        subject = CaseSubject()
+        oracle = Oracle(subject, pool, signature or "", interesting,
+                        Path(out_dir) / "slippage" if out_dir else None)
+        first = _check_start(oracle, "case", program, signature, interesting)
+        oracle.target_sig = first.get("signature", signature or "")
+        oracle.timeout = _candidate_timeout(first, timeout)
+        ctx = MP.ModelContext.of(program, first)
+        progress = _Progress(writer, "case.json", subject.text)
+        driver = Driver(oracle.test, MP.smaller, width=pool.size, log=log, on_accept=progress,
+                        deadline=None if time_budget is None else t0 + time_budget,
+                        structure=MP.structure)
+        best, cancelled = _run(driver, program, MP.model_passes(ctx), max_rounds, log)
+        outcome = _final_outcome(oracle, best, first, interesting)
+        script = _print_case(pool, best)
+        stats = _stats(oracle, driver, t0, cancelled, MP.bindings(program), MP.bindings(best),
+                       script_bindings(script) if script else -1)
+        red = Reduction("case", program, best, oracle.target_sig or outcome.get("signature", ""),
+                        outcome, script, stats, dict(oracle.slipped),
+                        writer.path if writer else None, writer)
+        if writer is not None:
+            from .report import write_outputs
+
+            write_outputs(red)
+        return red
+    finally:
+        if own:
+            pool.close()
+
+
+def reduce_script(text: str, *, signature: Optional[str] = None,
+                  interesting: Optional[str] = None, jobs: int = 1,
+                  out_dir: Optional[Path] = None, timeout: float = 60.0,
+                  python: str = sys.executable, log: Callable[[str], None] = lambda s: None,
+                  max_rounds: int = 12, time_budget: Optional[float] = None,
+                  variants: Optional[list] = None, input_seed: int = 0,
+                  near_valid: bool = False, inputs_by_name: Optional[dict] = None,
+                  pool: Optional[SandboxPool] = None, write: bool = True) -> Reduction:
+    """Reduce a TVMScript module. ``variants``: judge under these compile variants (as a
+    case found with them) instead of the plain llvm build of ``tvmfuzz replay``;
+    ``near_valid``: the module is ill-formed on purpose; ``inputs_by_name``: input shapes
+    for parameters whose type does not give one (see reducer.script_judge)."""
+    from .script_passes import IRSession, ir_passes_for
+
+    check_user_script(text)
+    text = comment_imports(text)
+    t0 = time.monotonic()
+    writer = OutDir(out_dir) if out_dir is not None and write else None
+    own = pool is None
+    pool = pool or SandboxPool(jobs, timeout, python=python)
+    try:
+        subject = ScriptSubject(variants, input_seed, near_valid, inputs_by_name)
+        oracle = Oracle(subject, pool, signature or "", interesting,
+                        Path(out_dir) / "slippage" if out_dir else None)
+        first = _check_start(oracle, "TVMScript file", text, signature, interesting)
+        oracle.target_sig = first.get("signature", signature or "")
+        oracle.timeout = _candidate_timeout(first, timeout)
+        from .hints import op_hints
+
+        session = IRSession(pool, timeout, near_valid, op_hints(first))
+        progress = _Progress(writer, "case.py", subject.text)
+        driver = Driver(oracle.test, script_smaller, width=pool.size, log=log,
+                        on_accept=progress,
+                        deadline=None if time_budget is None else t0 + time_budget,
+                        structure=script_structure)
+        start, how = _canonical_start(pool, oracle, text, timeout, near_valid)
+        log(f"starting from the {how} module")
+        if how == "printed":
+            best, cancelled = _run(driver, start, ir_passes_for(session), max_rounds, log)
+        else:
+            best, cancelled = _line_reduce(start, oracle, driver, log), False
+        outcome = _final_outcome(oracle, best, first, interesting)
+        stats = _stats(oracle, driver, t0, cancelled, script_bindings(text),
+                       script_bindings(best), script_bindings(best))
+        stats.update(start=how, **{k: v for k, v in session.stats.items()})
+        red = Reduction("script", text, best, oracle.target_sig or outcome.get("signature", ""),
+                        outcome, best, stats, dict(oracle.slipped),
+                        writer.path if writer else None, writer)
+        red.stats.update(variants=variants, input_seed=input_seed, near_valid=near_valid,
+                         inputs_by_name=inputs_by_name)
+        if writer is not None:
+            from .report import write_outputs
+
+            write_outputs(red)
+        return red
+    finally:
+        if own:
+            pool.close()
+
+
+def _check_start(oracle: Oracle, label: str, cand, signature, interesting) -> dict:
+    if interesting:
+        _stable_cmd(oracle, label, cand)
+        return {"signature": signature or ""}
+    return _stable_signature(oracle, label, cand, signature)
+
+
+def _run(driver: Driver, state, passes, max_rounds: int, log) -> tuple[Any, bool]:
+    best = [state]
+    inner = driver.on_accept
+
+    def keep(s):
+        best[0] = s
+        inner(s)
+
+    driver.on_accept = keep
+    try:
+        driver.reduce(state, passes, max_rounds)
+        return best[0], False
+    except Cancelled as e:
+        log(f"stopped: {e}; keeping the smallest candidate so far")
+        return best[0], True
+    except KeyboardInterrupt:
+        log("interrupted; keeping the smallest candidate so far")
+        return best[0], True
+    finally:
+        driver.on_accept = inner
+
+
+def _canonical_start(pool: SandboxPool, oracle: Oracle, text: str, timeout: float,
+                     near_valid: bool = False):
+    """IR passes produce TVM-printed text; start from the printed original when it keeps
+    the bug, else only text edits (line ddmin) are safe."""
+    r = pool.run({"kind": "reducer.ir_canon", "text": text, "near_valid": near_valid}, timeout)
+    if r.get("status") == "ok":
+        printed = r["result"]["text"]
+        if printed == text or oracle.test([printed])[0]:
+            return printed, "printed"
+    return text, "text"
+
+
+def _line_reduce(text: str, oracle: Oracle, driver: Driver, log) -> str:
+    """Line-level ddmin: the fallback when TVM's print/parse loses the bug."""
+    from .linedd import line_ddmin
+
+    reduced, _ = line_ddmin(text, oracle.test, width=driver.width)
+    if reduced != text:
+        log(f"  line cleanup: {len(text.splitlines())} -> {len(reduced.splitlines())} lines")
+        driver.on_accept(reduced)
+    return reduced
+
+
+def _final_outcome(oracle: Oracle, best, first: dict, interesting) -> dict:
+    """The reduced input's outcome and how often it reproduces the target signature in
+    fresh runs (the cached verdict is not trusted alone: a candidate may be flaky)."""
+    outcome = oracle.outcome(best)
+    again = oracle.run([best] * (REPLAYS - 1))
+    oracle.stats["final_replays"] += REPLAYS - 1
+    want = oracle.target_sig if not interesting else outcome.get("signature", "")
+    same = sum(o.get("signature") == want and o.get("verdict") == "fail"
+               for o in [outcome] + again)
+    return dict(outcome, reproduction={"reproduced": same, "replays": REPLAYS})
+
+
+def _print_case(pool: SandboxPool, prog: Program) -> str:
+    r = pool.run({"kind": "print", "program": prog.to_json()})
+    return r["result"]["script"] if r.get("status") == "ok" else ""
+
+
+def _stats(oracle: Oracle, driver: Driver, t0: float, cancelled: bool, before: int,
+           after: int, script_after: int) -> dict:
+    return {"oracle_calls": oracle.stats["calls"], "cache_hits": oracle.stats["cache_hits"],
+            "skipped_before_sandbox": driver.skipped, "accepted": driver.accepted,
+            "slippage": oracle.stats["slippage"], "replays": oracle.stats["replays"],
+            "final_replays": oracle.stats["final_replays"],
+            "seconds": round(time.monotonic() - t0, 2), "stopped_early": cancelled,
+            "bindings_before": before, "bindings_after": after,
+            "script_bindings_after": script_after,
+            "per_pass": {k: {"candidates": v[0], "accepted": v[1]}
+                         for k, v in driver.per_pass.items()}}
+
+
+def stats_json(red: Reduction) -> str:
+    return json.dumps({"kind": red.kind, "signature": red.signature, **red.stats,
+                       "slippage_saved": red.slippage}, indent=1, default=str)
+
+
+def report_input(kind: str, subject_value, *, out_dir: Path, timeout: float = 60.0,
+                 python: str = sys.executable, variants: Optional[list] = None,
+                 input_seed: int = 0) -> Reduction:
+    """repro.py and report.md for a failing case or TVMScript file as it is (no reduction):
+    replayed three times in the sandbox first, refused when it passes or is unstable."""
+    writer = OutDir(out_dir)
+    t0 = time.monotonic()
+    with SandboxPool(1, timeout, python=python) as pool:
+        subject = CaseSubject() if kind == "case" else ScriptSubject(variants, input_seed)
+        oracle = Oracle(subject, pool)
+        label = "case" if kind == "case" else "TVMScript file"
+        first = _stable_signature(oracle, label, subject_value, None)
+        first = dict(first, reproduction={"reproduced": REPLAYS, "replays": REPLAYS})
+        script = _print_case(pool, subject_value) if kind == "case" else subject_value
+    size = (MP.bindings(subject_value) if kind == "case" else script_bindings(subject_value))
+    red = Reduction(kind, subject_value, subject_value, first.get("signature", ""), first,
+                    script, {"replays": REPLAYS, "seconds": round(time.monotonic() - t0, 2),
+                             "bindings_before": size, "variants": variants,
+                             "input_seed": input_seed}, {}, writer.path, writer)
+    from .report import write_outputs
+
+    write_outputs(red)
+    return red

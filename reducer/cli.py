@@ -1,0 +1,68 @@
+"""What ``tvmfuzz reduce`` and ``tvmfuzz report`` do (fuzz/cli.py holds their thin click
+wrappers). Errors a user can act on become ``click.ClickException``: one line, exit 1."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Callable, Optional
+
+import click
+
+from .api import ReduceError, load_input, reduce_case, reduce_script, report_input
+
+
+def _out(out: Optional[str], base: str, name: str) -> Path:
+    return Path(out) if out else Path(base) / name
+
+
+def run_reduce(input_spec: str, signature: Optional[str], interesting: Optional[str],
+               jobs: int, out: Optional[str], timeout: float, time_budget: Optional[float],
+               python: Optional[str], corpus_dir: Optional[str] = None,
+               echo: Callable[[str], None] = click.echo) -> int:
+    if signature and interesting:
+        raise click.UsageError("--signature and --interesting exclude each other")
+    try:
+        kind, value, name = load_input(input_spec, corpus_dir and Path(corpus_dir))
+        out_dir = _out(out, "reduced", name)
+        common = dict(signature=signature, interesting=interesting, jobs=jobs, out_dir=out_dir,
+                      timeout=timeout, python=python or sys.executable, log=echo,
+                      time_budget=time_budget)
+        echo(f"reducing {input_spec} ({kind}); replaying it 3 times first")
+        red = (reduce_case(value, **common) if kind == "case" else reduce_script(value, **common))
+    except ReduceError as e:
+        raise click.ClickException(str(e))
+    except OSError as e:
+        raise click.ClickException(f"cannot write results: {e}")
+    st = red.stats
+    echo(f"signature: {red.signature}")
+    echo(f"reduced {st['bindings_before']} -> {st['bindings_after']} bindings with "
+         f"{st['oracle_calls']} oracle calls ({st['cache_hits']} cached, "
+         f"{st['skipped_before_sandbox']} ill-formed candidates skipped) in {st['seconds']} s"
+         + (" (stopped early)" if st.get("stopped_early") else ""))
+    rep = red.outcome.get("reproduction", {})
+    if rep:
+        echo(f"the reduced {red.kind} reproduces {rep['reproduced']}/{rep['replays']} runs"
+             + ("" if rep["reproduced"] == rep["replays"] else
+                " -- WARNING: not every replay fails the same way; check the result"))
+    if st.get("slippage"):
+        echo(f"slippage: {st['slippage']} candidates failed with other signatures; "
+             f"{len(red.slippage)} new findings saved under {red.out_dir / 'slippage'}")
+    files = [f for f in ("case.json", "case.py", "repro.py", "report.md", "reduce.json")
+             if (red.out_dir / f).exists()]
+    echo(f"wrote {', '.join(files)} to {red.out_dir}")
+    return 0
+
+
+def run_report(input_spec: str, out: Optional[str], timeout: float, python: Optional[str],
+               corpus_dir: Optional[str] = None, echo: Callable[[str], None] = click.echo) -> int:
+    try:
+        kind, value, name = load_input(input_spec, corpus_dir and Path(corpus_dir))
+        red = report_input(kind, value, out_dir=_out(out, "reports", name), timeout=timeout,
+                           python=python or sys.executable)
+    except ReduceError as e:
+        raise click.ClickException(str(e))
+    except OSError as e:
+        raise click.ClickException(f"cannot write results: {e}")
+    echo(f"signature: {red.signature}")
+    echo(f"wrote repro.py and report.md to {red.out_dir}")
+    return 0

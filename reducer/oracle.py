@@ -1,0 +1,168 @@
+"""Is a candidate still the bug? Judged in the sandbox, cached by content hash.
+
+Default test: the candidate fails with the original's signature (stage, kind, normalized
+message, throw site, failing pass: ``worker.signature``). A candidate that fails with another
+signature is not accepted (the reducer would slip onto another bug) but is a discovery: it is
+saved under ``slippage/`` with its outcome. With ``--interesting CMD`` (C-Reduce style) the
+candidate is written to a file whose path is given to CMD; exit status 0 means interesting.
+"""
+from __future__ import annotations
+
+import collections
+import hashlib
+import json
+import shlex
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+from fuzz.model import Program
+from worker.sandbox_runner import outcome_from_result
+from worker.script_guard import UnsafeScript, check_script
+from worker.signature import signature_id
+
+from . import output
+from .pool import SandboxPool
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+# --- what is being reduced: a program-model case or TVMScript text -------------------------
+class CaseSubject:
+    """A program-model case; judged by the worker's ``case`` job (its recorded variants)."""
+
+    suffix, label = ".json", "case"
+
+    def text(self, prog: Program) -> str:
+        return prog.dumps()
+
+    def job(self, prog: Program) -> Optional[dict]:
+        return {"kind": "case", "program": prog.to_json(),
+                "input_seed": prog.meta.get("seed") or 0}
+
+    def save(self, d: Path, prog: Program) -> None:
+        output.write_text(d / "case.json", prog.dumps())
+
+
+class ScriptSubject:
+    """TVMScript text. Judged by the worker's ``script`` job (parse, verify, build for llvm,
+    run), or under recorded compile variants by ``reducer.script_case``."""
+
+    suffix, label = ".py", "script"
+
+    def __init__(self, variants: Optional[list] = None, input_seed: int = 0,
+                 near_valid: bool = False, by_name: Optional[dict] = None):
+        self.variants, self.input_seed, self.near_valid = variants, input_seed, near_valid
+        self.by_name = by_name
+
+    def text(self, text: str) -> str:
+        return text
+
+    def job(self, text: str) -> Optional[dict]:
+        try:
+            check_script(text)   # never send text that could run code on parse
+        except (SyntaxError, UnsafeScript, ValueError):
+            return None
+        if self.variants is None and not self.near_valid and not self.by_name:
+            return {"kind": "script", "text": text, "input_seed": self.input_seed}
+        return {"kind": "reducer.script_case", "text": text, "variants": self.variants or [{}],
+                "input_seed": self.input_seed, "near_valid": self.near_valid,
+                "inputs_by_name": self.by_name}
+
+    def save(self, d: Path, text: str) -> None:
+        output.write_text(d / "case.py", text)
+
+
+# --- the oracle ---------------------------------------------------------------------------
+class Oracle:
+    def __init__(self, subject, pool: SandboxPool, target_sig: str = "",
+                 interesting_cmd: Optional[str] = None, slippage_dir: Optional[Path] = None,
+                 timeout: Optional[float] = None, cmd_timeout: float = 300.0):
+        self.subject, self.pool, self.target_sig = subject, pool, target_sig
+        self.cmd = shlex.split(interesting_cmd) if interesting_cmd else None
+        self.slippage_dir, self.timeout, self.cmd_timeout = slippage_dir, timeout, cmd_timeout
+        self.cache: dict[str, tuple[bool, str]] = {}
+        self.outcomes: dict[str, dict] = {}
+        self.stats = collections.Counter()
+        self.slipped: dict[str, str] = {}   # signature -> directory it was saved in
+
+    # Outcomes in the sandbox (no cache: used for the stability check and final replays).
+    def run(self, cands: list) -> list[dict]:
+        jobs = [self.subject.job(c) for c in cands]
+        live = [i for i, j in enumerate(jobs) if j is not None]
+        self.stats["guard_refused"] += len(cands) - len(live)
+        res = self.pool.run_all([jobs[i] for i in live], self.timeout)
+        out: list[dict] = [{"verdict": "invalid", "kind": "refused", "stage": "guard",
+                            "signature": "", "message": "refused by the script guard"}
+                           for _ in cands]
+        for i, r in zip(live, res):
+            out[i] = outcome_from_result(r)
+        return out
+
+    def outcome(self, cand) -> dict:
+        key = sha256(self.subject.text(cand))
+        if key not in self.outcomes:
+            self.outcomes[key] = self.run([cand])[0]
+        return self.outcomes[key]
+
+    def test(self, cands: list) -> list[bool]:
+        keys = [sha256(self.subject.text(c)) for c in cands]
+        todo, seen = [], set()
+        for c, k in zip(cands, keys):
+            if k in self.cache or k in seen:
+                self.stats["cache_hits"] += 1
+            else:
+                seen.add(k)
+                todo.append((c, k))
+        if todo:
+            self.stats["calls"] += len(todo)
+            verdicts = (self._by_cmd([c for c, _ in todo]) if self.cmd
+                        else self._by_signature([c for c, _ in todo]))
+            for (_, k), v in zip(todo, verdicts):
+                self.cache[k] = v
+        return [self.cache[k][0] for k in keys]
+
+    def _by_signature(self, cands: list) -> list[tuple[bool, str]]:
+        out = []
+        for c, o in zip(cands, self.run(cands)):
+            sig = o.get("signature", "")
+            self.outcomes[sha256(self.subject.text(c))] = o
+            if o.get("verdict") == "fail" and sig != self.target_sig:
+                self._slipped(c, o)
+            out.append((o.get("verdict") == "fail" and sig == self.target_sig, sig))
+        return out
+
+    def _slipped(self, cand, outcome: dict) -> None:
+        """Another bug met on the way: keep it (once per signature), count every meeting."""
+        self.stats["slippage"] += 1
+        sig = outcome.get("signature", "")
+        if self.slippage_dir is None or sig in self.slipped:
+            return
+        d = output.new_dir(self.slippage_dir, f"{outcome.get('kind', 'fail')}-{signature_id(sig)}")
+        self.subject.save(d, cand)
+        output.write_text(d / "outcome.json", json.dumps(outcome, indent=1, default=str))
+        self.slipped[sig] = str(d)
+
+    def _by_cmd(self, cands: list) -> list[tuple[bool, str]]:
+        def one(c):
+            with tempfile.TemporaryDirectory(prefix="tvmfuzz-reduce-") as d:
+                path = Path(d) / f"candidate{self.subject.suffix}"
+                path.write_text(self.subject.text(c))
+                try:
+                    r = subprocess.run(self.cmd + [str(path)], cwd=d, timeout=self.cmd_timeout,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                    return (r.returncode == 0, f"exit {r.returncode}")
+                except subprocess.TimeoutExpired:
+                    return (False, "timeout")
+                except OSError as e:
+                    raise RuntimeError(f"cannot run the interestingness test: {e}")
+
+        if self.pool.size > 1 and len(cands) > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(self.pool.size) as ex:
+                return list(ex.map(one, cands))
+        return [one(c) for c in cands]

@@ -1,0 +1,213 @@
+"""Cheap well-formedness of a reduction candidate, checked in this process before the sandbox.
+
+An edit (a node removed, a dim shrunk, a dtype changed) can leave a program that TVM would
+refuse to construct: that costs a sandbox run and can never be interesting. ``retype`` walks the
+program as the generator built it: every node's type comes from its op's shape rule
+(``spec.infer``) over its inputs' types, every name is defined before use, calls match their
+callee's signature, and match_cast targets agree with what they cast. It raises ``IllFormed``
+when any of that fails, so the candidate is skipped without running TVM.
+"""
+from __future__ import annotations
+
+import math
+
+from fuzz import dims as D
+from fuzz.catalogue import CATALOGUE
+from fuzz.model import STRUCTURAL_OPS, Function, Program, TensorTy, TupleTy, Ty, ty_from_json
+
+
+class IllFormed(ValueError):
+    """The candidate breaks a rule of the program model; it is not worth a sandbox run."""
+
+
+def _numel(shape) -> int | None:
+    return math.prod(shape) if shape is not None and all(D.is_static(d) for d in shape) else None
+
+
+def _same(a: Ty, b: Ty) -> bool:
+    return a is not None and b is not None and a.to_json() == b.to_json()
+
+
+def _check_ty(ty: Ty, where: str) -> None:
+    if isinstance(ty, TupleTy):
+        for f in ty.fields:
+            _check_ty(f, where)
+        return
+    if not isinstance(ty, TensorTy):
+        raise IllFormed(f"{where}: not a type")
+    for d in ty.shape or []:
+        if D.is_static(d) and d < 0:
+            raise IllFormed(f"{where}: negative dim")
+
+
+def _cast_ok(src: Ty, dst: TensorTy) -> bool:
+    """A match_cast of a value of runtime type ``src`` to ``dst`` can succeed."""
+    if not isinstance(src, TensorTy) or src.shape is None or dst.shape is None:
+        return isinstance(src, TensorTy)
+    if len(src.shape) != len(dst.shape) or (dst.dtype and src.dtype != dst.dtype):
+        return False
+    return all(not (D.is_static(a) and D.is_static(b)) or a == b
+               for a, b in zip(src.shape, dst.shape))
+
+
+def retype(prog: Program, strict: bool = False, frozen: dict | None = None) -> Program:
+    """Re-infer every node's type in place (callees first) and return ``prog``.
+
+    ``strict``: a node's type must not change (edits that rewire values, where a changed type
+    means the rewiring changed what the program computes). ``frozen`` (see ``frozen_nodes``):
+    nodes whose recorded type the rule cannot give; they keep it while their inputs keep
+    theirs. Raises ``IllFormed``."""
+    names = [f.name for f in prog.functions]
+    if len(set(names)) != len(names) or prog.entry not in names:
+        raise IllFormed("function names")
+    ret_tys: dict[str, Ty] = {}
+    for f in _call_order(prog):
+        ret_tys[f.name] = _retype_function(prog, f, ret_tys, strict, frozen or {})
+    return prog
+
+
+def frozen_nodes(prog: Program) -> dict:
+    """Nodes of the original whose recorded type the shape rule does not reproduce: near-valid
+    mutants change attributes after the generator typed the node (an axis out of range), so
+    the rule raises or disagrees. Maps "func/node" to the JSON of its input types."""
+    out: dict = {}
+    prog = prog.copy()
+    ret_tys: dict[str, Ty] = {}
+    for f in _call_order(prog):
+        tys = {p.name: p.runtime_ty for p in f.params}
+        for n in f.nodes():
+            ins = [tys.get(a) for a in n.args]
+            try:
+                ok = None not in ins and _same(_infer(prog, n, ins, ret_tys), n.ty)
+            except Exception:  # noqa: BLE001
+                ok = False
+            if not ok:
+                out[f"{f.name}/{n.name}"] = [t.to_json() if t else None for t in ins]
+            tys[n.name] = n.ty
+        ret_tys[f.name] = f.value_types().get(f.ret)
+    return out
+
+
+def _call_order(prog: Program) -> list[Function]:
+    by_name = {f.name: f for f in prog.functions}
+    done: list[Function] = []
+    state: dict[str, int] = {}
+
+    def visit(f: Function):
+        if state.get(f.name) == 2:
+            return
+        if state.get(f.name) == 1:
+            raise IllFormed("recursive call")
+        state[f.name] = 1
+        for n in f.nodes():
+            if n.op == "call":
+                callee = by_name.get(n.attrs.get("func"))
+                if callee is None:
+                    raise IllFormed(f"call to missing function {n.attrs.get('func')}")
+                visit(callee)
+        state[f.name] = 2
+        done.append(f)
+
+    for f in prog.functions:
+        visit(f)
+    return done
+
+
+def _retype_function(prog: Program, f: Function, ret_tys: dict, strict: bool,
+                     frozen: dict) -> Ty:
+    # Runtime types of parameters: an erased parameter is still fed a concrete tensor, and
+    # the generator typed its users from that (fuzz.mutate erases after generation).
+    tys: dict[str, Ty] = {}
+    for p in f.params:
+        if p.name in tys:
+            raise IllFormed(f"duplicate name {p.name}")
+        _check_ty(p.runtime_ty, p.name)
+        tys[p.name] = p.runtime_ty
+    for n in f.nodes():
+        if n.name in tys:
+            raise IllFormed(f"duplicate name {n.name}")
+        missing = [a for a in n.args if a not in tys]
+        if missing:
+            raise IllFormed(f"{n.name} uses undefined {missing[0]}")
+        ins = [tys[a] for a in n.args]
+        key = f"{f.name}/{n.name}"
+        if key in frozen:
+            if frozen[key] != [t.to_json() for t in ins]:
+                raise IllFormed(f"{n.name}: inputs of a node typed by hand changed")
+            tys[n.name] = n.ty
+            continue
+        try:
+            ty = _infer(prog, n, ins, ret_tys)
+        except IllFormed:
+            raise
+        except Exception as e:  # noqa: BLE001 - a shape rule refusing its inputs
+            raise IllFormed(f"{n.name} ({n.op}): {type(e).__name__}: {e}") from e
+        _check_ty(ty, n.name)
+        if strict and n.ty is not None and not _same(ty, n.ty):
+            raise IllFormed(f"{n.name}: type changed")
+        n.ty = ty
+        tys[n.name] = ty
+    if f.ret not in tys:
+        raise IllFormed(f"{f.name} returns undefined {f.ret}")
+    # The declared (annotated) type flows out of the function, as value_types() says.
+    return f.value_types()[f.ret] if f.ret in f.value_types() else tys[f.ret]
+
+
+def _infer(prog: Program, n, ins: list, ret_tys: dict) -> Ty:
+    op = n.op
+    if op == "tuple":
+        return TupleTy(list(ins))
+    if op == "get_item":
+        if len(ins) != 1 or not isinstance(ins[0], TupleTy):
+            raise IllFormed(f"{n.name}: get_item of a non-tuple")
+        i = int(n.attrs["index"])
+        if not 0 <= i < len(ins[0].fields):
+            raise IllFormed(f"{n.name}: index out of range")
+        return ins[0].fields[i]
+    if op == "match_cast":
+        dst = ty_from_json(n.attrs["ty"])
+        if len(ins) != 1 or not isinstance(dst, TensorTy) or not _cast_ok(ins[0], dst):
+            raise IllFormed(f"{n.name}: match_cast cannot succeed")
+        return dst
+    if op == "call":
+        callee = prog.func(n.attrs["func"])
+        if len(ins) != len(callee.params) or not all(
+                _same(t, p.runtime_ty) for t, p in zip(ins, callee.params)):
+            raise IllFormed(f"{n.name}: arguments do not match {callee.name}")
+        return ret_tys[callee.name]
+    if op == "const":
+        return ty_from_json(n.attrs["ty"])
+    if op in STRUCTURAL_OPS or op not in CATALOGUE:
+        raise IllFormed(f"{n.name}: unknown op {op}")
+    spec = CATALOGUE[op]
+    if any(not isinstance(t, TensorTy) or t.shape is None for t in ins):
+        raise IllFormed(f"{n.name}: {op} needs tensors of known shape")
+    if ins and ins[0].dtype not in spec.dtypes:
+        raise IllFormed(f"{n.name}: {op} does not take {ins[0].dtype}")
+    spec.call(list(n.args), dict(n.attrs))   # raises when a required attribute is gone
+    out = spec.infer(list(ins), dict(n.attrs))
+    if op == "relax.reshape":   # the rule trusts the target shape; numel must still agree
+        a, b = _numel(ins[0].shape), _numel(out.shape)
+        if a is not None and b is not None and a != b:
+            raise IllFormed(f"{n.name}: reshape changes the number of elements")
+    return out
+
+
+def uniform_dtypes(prog: Program) -> dict[str, bool]:
+    """Per node: whether all its tensor inputs share one dtype (an invariant an edit of
+    parameter dtypes must keep, else TVM refuses the binary op)."""
+    out = {}
+    for f in prog.functions:
+        tys = {p.name: p.runtime_ty for p in f.params}
+        tys.update({n.name: n.ty for n in f.nodes()})
+        for n in f.nodes():
+            if n.op in CATALOGUE:
+                ds = {tys[a].dtype for a in n.args if isinstance(tys.get(a), TensorTy)}
+                out[f"{f.name}/{n.name}"] = len(ds) <= 1
+    return out
+
+
+def check_uniform(prog: Program, before: dict[str, bool]) -> None:
+    for key, same in uniform_dtypes(prog).items():
+        if before.get(key) and not same:
+            raise IllFormed(f"{key}: mixed dtypes")

@@ -1,0 +1,139 @@
+"""Judge TVMScript text the way ``worker.execute.compile_and_run`` judges a case: verifier,
+each compile variant (target, pipeline, pass list, exec mode) with the failing pass named,
+load, run, outputs compared across variants, print/parse round trip last.
+
+Used for candidates that exist only as text (line-level ddmin over a case's TVMScript, the
+``bench/reduce_vs_ddmin.py`` baseline) when a case was found under variants other than the
+plain llvm build that ``worker.execute.run_script`` does. No numpy reference: the text has no
+program model, so only cross-variant differences count as numeric. Sandbox child only.
+"""
+from __future__ import annotations
+
+import tempfile
+import time
+
+import numpy as np
+
+from worker.execute import Outcome, _fail, _tensor, _to_numpy, pass_watch, roundtrip_problem
+from worker.variants import Variant, build, gpu_available, load_vm
+
+
+def script_inputs(mod, input_seed: int = 0, by_name: dict | None = None) -> list:
+    """Random inputs for main's parameters, as ``worker.execute.run_script`` makes them;
+    ``by_name``: [shape, dtype, lo, hi] for parameters whose type does not say (a case's
+    erased parameters, from its program model)."""
+    from fuzz import dims as D
+    from fuzz.inputs import make_array
+    from fuzz.materialize import sinfo_to_ty
+    from fuzz.model import TensorTy
+
+    rng = np.random.default_rng(input_seed)
+    env: dict = {}
+    args = []
+    for p in mod["main"].params:
+        if by_name and p.name in by_name:
+            shape, dtype, lo, hi = by_name[p.name]
+            args.append(make_array(TensorTy(list(shape), dtype), lo, hi, {}, rng))
+            continue
+        ty = sinfo_to_ty(p.ty)
+        for d in ty.shape or []:
+            for v in (D.free_vars(d) if isinstance(d, str) else []):
+                env.setdefault(v, int(rng.integers(1, 5)))
+        args.append(make_array(ty, -2, 2, env, rng))
+    return args
+
+
+def _flat(x) -> list:
+    return [y for i in x for y in _flat(i)] if isinstance(x, (list, tuple)) else [x]
+
+
+def _differs(a: list, b: list) -> str:
+    if len(a) != len(b):
+        return f"{len(b)} outputs, expected {len(a)}"
+    for i, (x, y) in enumerate(zip(a, b)):
+        x, y = np.asarray(x), np.asarray(y)
+        if x.shape != y.shape:
+            return f"output {i}: shape {y.shape}, expected {x.shape}"
+        if x.dtype.kind == "f" or "bfloat16" in str(x.dtype):
+            tol = 1e-2 if x.dtype.itemsize <= 2 else 1e-4
+            if not np.allclose(x.astype(np.float64), y.astype(np.float64), rtol=tol, atol=tol,
+                               equal_nan=True):
+                return f"output {i} ({x.dtype}) differs"
+        elif not np.array_equal(x, y):
+            return f"output {i} ({x.dtype}) differs"
+    return ""
+
+
+def judge_script(text: str, variants: list, input_seed: int = 0,
+                 near_valid: bool = False, by_name: dict | None = None) -> Outcome:
+    import tvm
+    from tvm import relax
+
+    variants = [Variant.from_json(v) if isinstance(v, dict) else v for v in variants or [{}]]
+    t0 = time.perf_counter()
+
+    def done(o: Outcome, v: Variant = variants[0]) -> Outcome:
+        o.seconds, o.target = time.perf_counter() - t0, v.label()
+        o.extra.setdefault("variant", v.to_json())
+        return o
+
+    try:
+        # A near-valid module is ill-formed on purpose: the parser must not refuse it.
+        mod = tvm.script.from_source(text, check_well_formed=not near_valid)
+    except Exception as e:  # noqa: BLE001
+        return done(_fail("parse", e, kind="not_tvmscript", verdict="invalid"))
+    wf = True
+    try:
+        wf = relax.analysis.well_formed(mod) is not False
+    except Exception as e:  # noqa: BLE001
+        if not near_valid:
+            return done(_fail("well_formed", e))
+        wf = False
+    if not wf and not near_valid:
+        return done(Outcome("fail", "ill_formed", "well_formed", "", "the verifier rejects "
+                            "a valid-by-construction program"))
+    try:
+        args = script_inputs(mod, input_seed, by_name)
+    except Exception as e:  # noqa: BLE001
+        return done(_fail("reference", e, "generator", "invalid"))
+    first = None
+    with tempfile.TemporaryDirectory(prefix="tvmfuzz-") as workdir:
+        for v in variants:
+            watch = pass_watch(wf)
+            try:
+                with tvm.transform.PassContext(instruments=[watch]):
+                    ex = build(mod, v)
+            except Exception as e:  # noqa: BLE001
+                if not wf:
+                    return done(_fail("build", e, kind="rejected", verdict="rejected"), v)
+                return done(_fail("build", e, kind="verifier_build" if near_valid else "crash",
+                                  extra={"failing_pass": watch.current or ""}), v)
+            if watch.ill_formed_after:
+                return done(Outcome("fail", "pass_ill_formed", "build", "",
+                                    f"{watch.ill_formed_after} produced ill-formed IR",
+                                    extra={"failing_pass": watch.ill_formed_after}), v)
+            if v.kind == "cuda" and not gpu_available():
+                continue
+            try:
+                vm = load_vm(ex, v, workdir)
+            except Exception as e:  # noqa: BLE001
+                return done(_fail("vm_load", e), v)
+            try:
+                out = _flat(_to_numpy(vm["main"](*[_tensor(a, v) for a in args])))
+            except Exception as e:  # noqa: BLE001
+                return done(_fail("run", e), v)
+            if not wf:
+                return done(Outcome("fail", "verifier_build", "well_formed", "",
+                                    "ill-formed module builds and runs"), v)
+            if first is not None and v.exact and first[0].exact:
+                diff = _differs(first[1], out)
+                if diff:
+                    return done(Outcome("fail", "numeric", "compare", "",
+                                        f"differs from {first[0].label()}: {diff}"), v)
+            if first is None:
+                first = (v, out)
+    if wf:
+        rt = roundtrip_problem(mod, second_generation=near_valid)
+        if rt:
+            return done(Outcome("fail", "roundtrip", "roundtrip", rt[0], rt[1], "", rt[2]))
+    return done(Outcome("pass"))

@@ -1,0 +1,65 @@
+"""Sizes of TVMScript text, read with Python's ``ast`` (never executed): how many value
+bindings a module has (the figure reductions are compared by) and the measure every accepted
+IR candidate must decrease."""
+from __future__ import annotations
+
+import ast
+import re
+
+_INT = re.compile(r"(?<![\w.])\d+(?![\w.])")
+_DTYPE = re.compile(r'"(float16|float64|bfloat16|u?int\d+|bool)"')
+
+
+def _is_dim_decl(value) -> bool:
+    """``n = T.int64()``: a symbolic dim declaration, not a value binding."""
+    return (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+            and isinstance(value.func.value, ast.Name) and value.func.value.id == "T")
+
+
+def script_bindings(text: str) -> int:
+    """Assignments inside function bodies (Relax bindings; TIR statements of a PrimFunc count
+    too), without symbolic dim declarations. -1 when the text is not Python."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return -1
+    n = 0
+    for fn in ast.walk(tree):
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and not _is_dim_decl(node.value):
+                n += 1
+    return n
+
+
+def script_functions(text: str) -> int:
+    try:
+        return sum(isinstance(x, ast.FunctionDef) for x in ast.walk(ast.parse(text)))
+    except SyntaxError:
+        return 0
+
+
+def script_params(text: str) -> int:
+    try:
+        return sum(len(x.args.args) for x in ast.walk(ast.parse(text))
+                   if isinstance(x, ast.FunctionDef))
+    except SyntaxError:
+        return 0
+
+
+def script_size_key(text: str) -> tuple:
+    """Bindings, functions, parameters, then a text measure in which shrinking a dim, making
+    a dtype float32 or dropping an attribute all count."""
+    ints = sum(min(int(m.group(0)), 1000) for m in _INT.finditer(text))
+    dtypes = len(_DTYPE.findall(text))
+    return (script_bindings(text), script_functions(text), script_params(text),
+            len(text) + ints + 8 * dtypes)
+
+
+def script_smaller(a: str, b: str) -> bool:
+    return script_size_key(a) < script_size_key(b)
+
+
+def script_structure(text: str) -> tuple:
+    return script_size_key(text)[:3]

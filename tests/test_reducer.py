@@ -1,0 +1,222 @@
+"""Reducing program-model cases with real TVM in the real sandbox: the result keeps the
+signature and is minimal, repro.py reproduces in a fresh process, slippage is kept, and bad
+inputs are refused with a clear message without losing anything already written."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from fuzz.cli import main
+from fuzz.model import Block, Function, Node, Param, Program, TensorTy
+from reducer.api import reduce_case
+from reducer.retype import retype
+
+F32, F16 = TensorTy([4, 8], "float32"), TensorTy([4, 8], "float16")
+COSH = "unknown intrinsic Op(tirx.cosh)"
+
+
+def _prog(nodes, params, ret):
+    return retype(Program([Function("main", params, [Block(True, nodes)], ret)], "main",
+                          {"mode": "valid", "seed": 7, "variants": [
+                              {"target": {"kind": "llvm"}, "pipeline": "default",
+                               "passes": [], "exec_mode": "bytecode"},
+                              {"target": {"kind": "llvm", "opt-level": 2}, "pipeline": "passes",
+                               "passes": ["LegalizeOps", "FoldConstant"],
+                               "exec_mode": "bytecode"}]}))
+
+
+def cosh_case():
+    """Noise around a float16 cosh, which llvm cannot lower on 0.27."""
+    nodes = [Node("a", "relax.add", ["x", "y"]), Node("b", "relax.multiply", ["a", "x"]),
+             Node("h1", "relax.abs", ["h"]), Node("h2", "relax.add", ["h1", "h1"]),
+             Node("c", "relax.cosh", ["h2"]),
+             Node("c32", "relax.astype", ["c"], {"dtype": "float32"}),
+             Node("d", "relax.add", ["b", "c32"]), Node("e", "relax.tanh", ["d"]),
+             Node("t", "tuple", ["e", "a"])]
+    return _prog(nodes, [Param("x", F32), Param("y", F32), Param("h", F16)], "t")
+
+
+def passing_case():
+    return _prog([Node("a", "relax.add", ["x", "y"])], [Param("x", F32), Param("y", F32)], "a")
+
+
+def fresh_run(repro: Path) -> subprocess.CompletedProcess:
+    """repro.py alone, outside the repository: only TVM and numpy importable."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([sys.executable, str(repro)], cwd=repro.parent, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def cli(argv, capsys):
+    rc = main(argv)
+    out = capsys.readouterr()
+    return rc, out.out + out.err
+
+
+def test_reduces_to_the_crashing_op_and_repro_reproduces(tmp_path):
+    red = reduce_case(cosh_case(), out_dir=tmp_path / "r")
+    assert COSH in red.signature
+    ops = [n.op for f in red.reduced.functions for n in f.nodes()]
+    assert ops == ["relax.cosh"]
+    assert len(red.reduced.main.params) == 1
+    assert len(red.reduced.meta["variants"]) == 1          # the one failing build is enough
+    assert red.outcome["signature"] == red.signature
+    assert red.outcome["reproduction"] == {"reproduced": 3, "replays": 3}
+    st = red.stats
+    assert st["bindings_before"] == 9 and st["bindings_after"] == 1
+    assert 0 < st["oracle_calls"] < 40
+    out = tmp_path / "r"
+    for f in ("case.json", "case.py", "repro.py", "report.md", "reduce.json"):
+        assert (out / f).exists(), f
+    assert Program.loads((out / "case.json").read_text()).dumps() == red.reduced.dumps()
+    report = (out / "report.md").read_text()
+    assert report.startswith("# [Bug][Relax]") and "tirx.cosh" in report.splitlines()[0]
+    for part in ("apache-tvm", "apache-tvm-ffi", "pipeline", "Steps to reproduce",
+                 "R.cosh", "codegen_llvm.cc", "seed 7", "python repro.py"):
+        assert part in report, part
+    local = tmp_path / "fresh" / "repro.py"
+    local.parent.mkdir()
+    local.write_text((out / "repro.py").read_text())
+    r = fresh_run(local)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "BUG REPRODUCED" in r.stdout
+
+
+def test_slippage_onto_another_bug_is_kept_not_accepted(tmp_path):
+    """cosh and acosh both fail on float16, with different signatures: while reducing the
+    acosh failure, a candidate left with only cosh fails differently. It is never accepted,
+    and it is saved as a new finding."""
+    from reducer.oracle import CaseSubject, Oracle
+    from reducer.pool import SandboxPool
+
+    both = _prog([Node("c", "relax.cosh", ["h"]), Node("s", "relax.acosh", ["h"]),
+                  Node("t", "tuple", ["s", "c"])], [Param("h", F16)], "t")
+    cosh_only = _prog([Node("c", "relax.cosh", ["h"])], [Param("h", F16)], "c")
+    with SandboxPool(1, 60) as pool:
+        oracle = Oracle(CaseSubject(), pool, slippage_dir=tmp_path / "slippage")
+        oracle.target_sig = oracle.run([both])[0]["signature"]
+        assert "acosh" in oracle.target_sig
+        assert oracle.test([cosh_only, cosh_only]) == [False, False]
+    assert oracle.stats["slippage"] == 1 and oracle.stats["calls"] == 1   # cached
+    (sig, where), = oracle.slipped.items()
+    assert "tirx.cosh" in sig
+    d = Path(where)
+    assert d.parent == tmp_path / "slippage"
+    assert json.loads((d / "outcome.json").read_text())["signature"] == sig
+    assert Program.loads((d / "case.json").read_text()).dumps() == cosh_only.dumps()
+
+
+def test_interesting_command(tmp_path, capsys):
+    """C-Reduce style: the test is a command given the candidate's path; exit 0 = keep."""
+    case = tmp_path / "case.json"
+    case.write_text(cosh_case().dumps())
+    test = tmp_path / "has_cosh.py"
+    test.write_text("import json, sys\nd = json.load(open(sys.argv[1]))\n"
+                    "ops = [n['op'] for f in d['functions'] for b in f['blocks'] "
+                    "for n in b['nodes']]\nsys.exit(0 if 'relax.cosh' in ops else 1)\n")
+    rc, out = cli(["reduce", str(case), "--interesting", f"{sys.executable} {test}",
+                   "--out", str(tmp_path / "out")], capsys)
+    assert rc == 0, out
+    reduced = Program.loads((tmp_path / "out" / "case.json").read_text())
+    assert [n.op for n in reduced.main.nodes()] == ["relax.cosh"]
+
+
+def test_flaky_interesting_command_is_refused(tmp_path, capsys):
+    case = tmp_path / "case.json"
+    case.write_text(cosh_case().dumps())
+    flip = tmp_path / "flip.py"   # interesting every other run
+    flip.write_text(f"import os, sys\np = {str(tmp_path / 'n')!r}\n"
+                    "n = int(open(p).read()) if os.path.exists(p) else 0\n"
+                    "open(p, 'w').write(str(n + 1))\nsys.exit(n % 2)\n")
+    rc, out = cli(["reduce", str(case), "--interesting", f"{sys.executable} {flip}",
+                   "--out", str(tmp_path / "out")], capsys)
+    assert rc == 1 and "only sometimes" in out
+
+
+def test_bad_inputs_are_refused_clearly(tmp_path, capsys):
+    ok = tmp_path / "pass.json"
+    ok.write_text(passing_case().dumps())
+    rc, out = cli(["reduce", str(ok), "--out", str(tmp_path / "o1")], capsys)
+    assert rc == 1 and "does not fail" in out
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello, I am not TVMScript\n")
+    rc, out = cli(["reduce", str(notes), "--out", str(tmp_path / "o2")], capsys)
+    assert rc == 1 and "not TVMScript" in out
+    plain = tmp_path / "plain.py"
+    plain.write_text("x = 1\n")    # Python inside the allowlist, but no module to parse
+    rc, out = cli(["reduce", str(plain), "--out", str(tmp_path / "o3")], capsys)
+    assert rc == 1 and "not TVMScript" in out
+    bad = tmp_path / "bad.json"
+    bad.write_text("{\"schema\": 99}")
+    rc, out = cli(["reduce", str(bad)], capsys)
+    assert rc == 1 and "not a tvmfuzz case" in out
+    rc, out = cli(["report", str(ok), "--out", str(tmp_path / "o4")], capsys)
+    assert rc == 1 and "does not fail" in out
+
+
+def test_code_in_an_annotation_is_refused_before_any_parse(tmp_path, capsys):
+    marker = tmp_path / "pwned"
+    evil = tmp_path / "evil.py"
+    evil.write_text(
+        "from tvm.script import ir as I\nfrom tvm.script import relax as R\n\n"
+        "@I.ir_module\nclass Module:\n    @R.function\n"
+        f"    def main(x: R.Tensor(__import__('os').system('touch {marker}'))):\n"
+        "        return x\n")
+    for cmd in ("reduce", "report"):
+        rc, out = cli([cmd, str(evil), "--out", str(tmp_path / cmd)], capsys)
+        assert rc == 1 and "refused" in out and "nothing in it was run" in out
+    assert not marker.exists()
+
+
+def test_existing_output_is_never_lost(tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    (out / "case.json").write_text("an earlier result")
+    case = tmp_path / "case.json"
+    case.write_text(cosh_case().dumps())
+    rc, text = cli(["reduce", str(case), "--out", str(out), "--time", "1s"], capsys)
+    assert rc == 0, text
+    assert (out / "notes.txt").read_text() == "mine"
+    assert (out / "case.json.~1~").read_text() == "an earlier result"
+    Program.loads((out / "case.json").read_text())   # the smallest candidate so far
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_report_for_a_case_as_it_is(tmp_path, capsys):
+    case = tmp_path / "c.json"
+    case.write_text(cosh_case().dumps())
+    rc, out = cli(["report", str(case), "--out", str(tmp_path / "rep")], capsys)
+    assert rc == 0, out
+    report = (tmp_path / "rep" / "report.md").read_text()
+    assert "tirx.cosh" in report.splitlines()[0] and "R.tanh" in report
+    assert fresh_run(tmp_path / "rep" / "repro.py").returncode == 1
+
+
+def test_a_corpus_bucket_is_reduced_by_its_id(tmp_path, capsys):
+    from corpus import Corpus
+
+    prog = cosh_case()
+    outcome = {"verdict": "fail", "kind": "crash", "stage": "build",
+               "error_type": "InternalError", "message": "unknown intrinsic Op(tirx.cosh)",
+               "throw_site": "", "extra": {}}
+    with Corpus(tmp_path / "corpus") as c:
+        bid, _ = c.add_finding(prog, outcome)
+    rc, out = cli(["reduce", bid[:8], "--corpus", str(tmp_path / "corpus"),
+                   "--out", str(tmp_path / "out")], capsys)
+    assert rc == 0, out
+    reduced = Program.loads((tmp_path / "out" / "case.json").read_text())
+    assert [n.op for n in reduced.main.nodes()] == ["relax.cosh"]
+    rc, out = cli(["reduce", "0123456789ab", "--corpus", str(tmp_path / "corpus")], capsys)
+    assert rc == 1 and "no such file" in out
+
+
+def test_a_given_signature_must_be_the_one_the_input_fails_with(tmp_path, capsys):
+    case = tmp_path / "case.json"
+    case.write_text(cosh_case().dumps())
+    rc, out = cli(["reduce", str(case), "--signature", "crash | run | Nope",
+                   "--out", str(tmp_path / "o")], capsys)
+    assert rc == 1 and "fails with another signature" in out
+    rc, out = cli(["reduce", str(case), "--signature", "x", "--interesting", "true"], capsys)
+    assert rc == 2 and "exclude each other" in out
