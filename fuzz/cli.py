@@ -163,10 +163,12 @@ def gen(count, seed, out, mode, ops):
 @click.option("--broker", default=None, metavar="URL",
               help="distributed mode: send the cases to `tvmfuzz worker`s through this Redis "
                    "(redis://HOST:6379/0); this process only coordinates (--jobs is unused)")
+@click.option("--reduce/--no-reduce", "auto_reduce", default=True, show_default=True,
+              help="reduce each new bucket in the background into OUT/reduced/<bucket>/")
 @click.option("--in-flight", type=click.IntRange(min=0), default=0, show_default=True,
               help="with --broker: batches out at once (0: worker processes + 2)")
 def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_dir, tvm_python,
-        broker, in_flight):
+        auto_reduce, broker, in_flight):
     """A campaign on this machine: generate, compile and run (llvm plus a random variant) in
     crash-isolated sandboxes, judge, keep every finding. With --broker, the cases run on
     Celery workers instead (see `tvmfuzz worker`)."""
@@ -192,7 +194,7 @@ def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_di
         try:
             run_distributed(budget, out_dir, broker, seed, mode, echo=click.echo,
                             replays=replays, targets=kinds, resume=resume, live=live,
-                            corpus=Path(corpus_dir), in_flight=in_flight)
+                            corpus=Path(corpus_dir), reduce=auto_reduce, in_flight=in_flight)
         except (BrokerUnavailable, CorpusError) as e:
             raise click.UsageError(str(e))
         except BatchFailed as e:
@@ -201,7 +203,7 @@ def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_di
     try:
         run_campaign(budget, out_dir, seed, mode, echo=click.echo, replays=replays,
                      tvm_python=tvm_python, jobs=jobs, targets=kinds, resume=resume, live=live,
-                     corpus=Path(corpus_dir))
+                     corpus=Path(corpus_dir), reduce=auto_reduce)
     except CorpusError as e:
         raise click.UsageError(str(e))
     sys.exit(0)

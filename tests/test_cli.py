@@ -100,3 +100,17 @@ def test_killed_local_campaign_resumes_with_its_findings_intact(tmp_path):
     assert after["watermark"] > before["watermark"]
     with Corpus(corpus) as c:
         assert stored <= {f["case_hash"] for f in c.findings()}
+
+
+def test_campaign_reduces_new_buckets_unless_told_not_to(tmp_path):
+    out = tmp_path / "run"
+    assert main(["run", "--time", "20s", "--out", str(out), "--corpus", str(tmp_path / "c"),
+                 "--no-live", "--mode", "near-valid"]) == 0
+    reduced = list((out / "reduced").glob("*/case.json")) if (out / "reduced").exists() else []
+    assert reduced, "near-valid campaigns find buckets within seconds; one must be reduced"
+    for case in reduced:
+        assert (case.parent / "repro.py").exists() and (case.parent / "report.md").exists()
+    out2 = tmp_path / "run2"
+    assert main(["run", "--time", "10s", "--out", str(out2), "--corpus", str(tmp_path / "c2"),
+                 "--no-live", "--no-reduce", "--mode", "near-valid"]) == 0
+    assert not (out2 / "reduced").exists()

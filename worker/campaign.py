@@ -211,6 +211,7 @@ class CampaignConfig:
     resume: bool = False
     live: Optional[bool] = None
     corpus: Optional[Path] = None
+    reduce: bool = True          # reduce each new bucket in the background (worker/autoreduce.py)
 
 
 def _worker(cfg: CampaignConfig, plan: SeedPlan, results: queue.Queue, stop: threading.Event,
@@ -272,6 +273,11 @@ class Recorder:
         self.display = Display(echo, cfg.live)
         self.stats_file = (cfg.out_dir / "stats.jsonl").open("a")
         self.extra_state: dict = {}   # more keys for campaign.json (the distributed reply list)
+        self.reducer = None
+        if cfg.reduce and store is not None:
+            from .autoreduce import AutoReducer
+
+            self.reducer = AutoReducer(cfg.out_dir, echo, cfg.tvm_python)
 
     def record(self, plan: SeedPlan, first: int, progs, outcomes, scripts,
                tvm_version: Optional[str] = None) -> None:
@@ -288,6 +294,8 @@ class Recorder:
                         tvmfuzz_version=self.vers["tvmfuzz"])
                     if new and not self.display.live:
                         self.echo(f"new bucket {bucket}: {short(outcome['signature'])}")
+                    if new and self.reducer is not None:
+                        self.reducer.submit(bucket, prog, outcome["signature"])
         plan.done(first)
         self.checkpoint(plan)
 
@@ -301,6 +309,11 @@ class Recorder:
     def close(self) -> None:
         self.display.close()
         self.stats_file.close()
+        if self.reducer is not None:
+            waiting = self.reducer.close()
+            if waiting:
+                self.echo(f"{len(waiting)} new buckets not reduced yet (`tvmfuzz reduce BUCKET`):"
+                          f" {' '.join(waiting[:20])}")
         if self.store is not None:
             self.store.close()
 
@@ -309,9 +322,9 @@ def run_campaign(budget_s: float, out_dir: Path, seed: int = 0, mode: Optional[s
                  echo: Callable[[str], None] = print, runner=None, replays: int = 3,
                  tvm_python: Optional[str] = None, jobs: int = 1, targets=TARGET_KINDS,
                  resume: bool = False, live: Optional[bool] = None,
-                 corpus: Optional[Path] = None) -> dict:
+                 corpus: Optional[Path] = None, reduce: bool = True) -> dict:
     cfg = CampaignConfig(budget_s, out_dir, seed, mode, jobs, tuple(targets), replays,
-                         tvm_python, resume, live, corpus)
+                         tvm_python, resume, live, corpus, reduce)
     from .sandbox_runner import SandboxRunner
 
     def make_runner():

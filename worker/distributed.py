@@ -366,11 +366,11 @@ def run_distributed(budget_s: float, out_dir: Path, broker: str, seed: int = 0,
                     mode: Optional[str] = None, echo: Callable[[str], None] = print,
                     replays: int = 3, targets=TARGET_KINDS, resume: bool = False,
                     live: Optional[bool] = None, corpus: Optional[Path] = None,
-                    **dist) -> dict:
+                    reduce: bool = True, **dist) -> dict:
     """A campaign whose cases run on Celery workers; ``dist``: DistConfig fields. Raises
     BrokerUnavailable (before any work) when Redis cannot be reached."""
     cfg = CampaignConfig(budget_s, out_dir, seed, mode, 1, tuple(targets), replays, None,
-                         resume, live, corpus)
+                         resume, live, corpus, reduce)
     dcfg = DistConfig(broker, **dist)
     b = RedisBroker(broker)
     try:
