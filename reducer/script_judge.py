@@ -14,7 +14,8 @@ import time
 
 import numpy as np
 
-from worker.execute import Outcome, _fail, _tensor, _to_numpy, pass_watch, roundtrip_problem
+from worker.execute import (Outcome, _fail, _tensor, _to_numpy, pass_watch, roundtrip_problem,
+                            well_formed_verdict)
 from worker.variants import Variant, build, gpu_available, load_vm
 
 
@@ -67,7 +68,6 @@ def _differs(a: list, b: list) -> str:
 def judge_script(text: str, variants: list, input_seed: int = 0,
                  near_valid: bool = False, by_name: dict | None = None) -> Outcome:
     import tvm
-    from tvm import relax
 
     variants = [Variant.from_json(v) if isinstance(v, dict) else v for v in variants or [{}]]
     t0 = time.perf_counter()
@@ -82,16 +82,9 @@ def judge_script(text: str, variants: list, input_seed: int = 0,
         mod = tvm.script.from_source(text, check_well_formed=not near_valid)
     except Exception as e:  # noqa: BLE001
         return done(_fail("parse", e, kind="not_tvmscript", verdict="invalid"))
-    wf = True
-    try:
-        wf = relax.analysis.well_formed(mod) is not False
-    except Exception as e:  # noqa: BLE001
-        if not near_valid:
-            return done(_fail("well_formed", e))
-        wf = False
-    if not wf and not near_valid:
-        return done(Outcome("fail", "ill_formed", "well_formed", "", "the verifier rejects "
-                            "a valid-by-construction program"))
+    wf, finding = well_formed_verdict(mod, near_valid)
+    if finding is not None:
+        return done(finding)
     try:
         args = script_inputs(mod, input_seed, by_name)
     except Exception as e:  # noqa: BLE001

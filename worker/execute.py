@@ -131,7 +131,6 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
     import tempfile
 
     import tvm
-    from tvm import relax
 
     variants = [Variant.from_json(v) if isinstance(v, dict) else v for v in (variants or [BASE])]
     t0 = time.perf_counter()
@@ -152,16 +151,9 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
         return done(_fail("materialize", e))
     wf = True
     if check_well_formed:
-        try:
-            # Returns None when well-formed (0.27); raises, or returns False, when not.
-            wf = relax.analysis.well_formed(mod) is not False
-        except Exception as e:  # noqa: BLE001
-            if not near_valid:
-                return done(_fail("well_formed", e))
-            wf = False
-        if not wf and not near_valid:
-            return done(Outcome("fail", "ill_formed", "well_formed", "", "the verifier rejects "
-                                "a valid-by-construction program"))
+        wf, finding = well_formed_verdict(mod, near_valid)
+        if finding is not None:
+            return done(finding)
     try:
         env, args = make_inputs(program, input_seed)
     except Exception as e:  # noqa: BLE001
@@ -234,6 +226,24 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
         if rt:
             return done(Outcome("fail", "roundtrip", "roundtrip", rt[0], rt[1], "", rt[2]))
     return done(Outcome("pass"))
+
+
+def well_formed_verdict(mod, near_valid: bool) -> tuple[bool, Optional[Outcome]]:
+    """(well-formed?, the finding when a valid program is refused). A near-valid mutant may be
+    ill-formed: that is recorded, and the build must then refuse it too."""
+    from tvm import relax
+
+    try:
+        # Returns None when well-formed (0.27); raises, or returns False, when not.
+        wf = relax.analysis.well_formed(mod) is not False
+    except Exception as e:  # noqa: BLE001
+        if not near_valid:
+            return False, _fail("well_formed", e)
+        wf = False
+    if not wf and not near_valid:
+        return False, Outcome("fail", "ill_formed", "well_formed", "", "the verifier rejects a "
+                              "valid-by-construction program")
+    return wf, None
 
 
 def _tensor(a: np.ndarray, v: Variant):
