@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import collections
 import json
-import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from fuzz.model import Program
-from worker.script_guard import UnsafeScript, check_script
+from worker.script_guard import UnsafeScript, check_script, comment_imports
 
 from . import model_passes as MP
 from .ddmin import Cancelled, Driver
@@ -87,18 +86,6 @@ def _bucket_case(bucket_id: str, corpus_dir: Optional[Path]) -> Program:
     if not b.get("case"):
         raise ReduceError(f"bucket {b['id']}: its representative case file is missing")
     return Program.from_json(b["case"])
-
-
-_IMPORT = re.compile(r"^(from\s+tvm(\.[\w.]+)?\s+import\s.*|import\s+tvm(\.[\w.]+)?(\s+as\s+\w+)?"
-                     r"|from\s+typing\s+import\s.*|import\s+numpy(\s+as\s+\w+)?)\s*$")
-
-
-def comment_imports(text: str) -> str:
-    """TVMScript files start with ``from tvm.script import relax as R``; the parser
-    (``tvm.script.from_source``) rejects imports and binds I, R, T itself, so top-level
-    imports of tvm, numpy and typing are commented out, as TVM's printer writes them."""
-    return "".join("# " + ln if _IMPORT.match(ln.rstrip("\n")) else ln
-                   for ln in text.splitlines(keepends=True))
 
 
 def check_user_script(text: str, where: str = "input") -> None:

@@ -11,7 +11,7 @@ import click
 from fuzz.model import Program
 
 from .sandbox_runner import SandboxRunner, outcome_from_result
-from .script_guard import UnsafeScript, check_script
+from .script_guard import UnsafeScript, check_script, comment_imports
 
 
 def load_job(path: Path) -> dict:
@@ -26,6 +26,7 @@ def load_job(path: Path) -> dict:
         except (ValueError, KeyError, TypeError) as e:
             raise click.UsageError(f"{path} is not a tvmfuzz case: {e}")
         return {"kind": "case", "program": prog.to_json(), "input_seed": prog.meta.get("seed") or 0}
+    text = comment_imports(text)   # TVMScript's parser binds I, R, T itself; imports are refused
     try:
         check_script(text)
     except SyntaxError as e:

@@ -8,6 +8,7 @@ of code TVMScript modules use, and nothing that can reach builtins, dunders or t
 from __future__ import annotations
 
 import ast
+import re
 
 # Roots a call or attribute chain may start from: the TVMScript namespaces.
 ROOTS = {"R", "T", "I", "tvm", "metadata"}
@@ -23,6 +24,18 @@ ALLOWED_NODES = (
     ast.BoolOp, ast.Compare, ast.IfExp, ast.operator, ast.unaryop, ast.boolop, ast.cmpop,
     ast.expr_context, ast.Import, ast.ImportFrom, ast.alias, ast.Dict, ast.Starred,
 )
+
+
+_IMPORT = re.compile(r"^(from\s+tvm(\.[\w.]+)?\s+import\s.*|import\s+tvm(\.[\w.]+)?(\s+as\s+\w+)?"
+                     r"|from\s+typing\s+import\s.*|import\s+numpy(\s+as\s+\w+)?)\s*$")
+
+
+def comment_imports(text: str) -> str:
+    """TVMScript files start with ``from tvm.script import relax as R``; the parser
+    (``tvm.script.from_source``) rejects imports and binds I, R, T itself, so top-level
+    imports of tvm, numpy and typing are commented out, as TVM's printer writes them."""
+    return "".join("# " + ln if _IMPORT.match(ln.rstrip("\n")) else ln
+                   for ln in text.splitlines(keepends=True))
 
 
 class UnsafeScript(ValueError):
