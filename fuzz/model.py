@@ -182,8 +182,17 @@ class Program:
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=1, sort_keys=True)
 
+    ir = "relax"   # the IR a case is written in; TIR cases are fuzz.tir.model.TirProgram
+
     @staticmethod
     def from_json(d: dict) -> "Program":
+        """A case from its JSON. A TIR case (``"kind": "tir"``) comes back as a TirProgram,
+        which has the same case interface (to_json, dumps, copy, ops, meta), so stores,
+        replays, workers and the reducer load either through this one call."""
+        if d.get("kind") == "tir":
+            from .tir.model import TirProgram
+
+            return TirProgram.from_json(d)
         if d.get("schema") != SCHEMA_VERSION:
             raise ValueError(f"unsupported case schema {d.get('schema')!r}")
 
