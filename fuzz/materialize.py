@@ -2,7 +2,8 @@
 
 ``materialize(program)`` builds the IRModule for the installed TVM; ``to_script`` prints it.
 Every other module works on the program model, so supporting another TVM release means
-teaching this module (and only this module) that release's spelling of the API.
+teaching this module (and only this module) that release's spelling of the API; the
+spellings themselves (0.25's ``TensorStructInfo``, ...) are detected in ``fuzz.compat``.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from . import compat
 from . import dims as D
 from .catalogue import CATALOGUE
 from .catalogue.spec import ConstArg, PrimArg, ShapeArg, TupleArg, np_dtype
@@ -72,13 +74,12 @@ class _Scope:
         return conv(D.parse(d))
 
     def sinfo(self, ty: Ty):
-        _, relax, _ = _tvm()
         if isinstance(ty, TupleTy):
-            return relax.TupleType([self.sinfo(f) for f in ty.fields])
+            return compat.tuple_type([self.sinfo(f) for f in ty.fields])
         dtype = ty.dtype or None
         if ty.shape is None:
-            return relax.TensorType(None, dtype, ndim=ty.ndim)
-        return relax.TensorType([self.dim(d) for d in ty.shape], dtype)
+            return compat.tensor_type(None, dtype, ndim=ty.ndim)
+        return compat.tensor_type([self.dim(d) for d in ty.shape], dtype)
 
 
 def _arg(scope: _Scope, a):
@@ -93,10 +94,10 @@ def _arg(scope: _Scope, a):
     if isinstance(a, PrimArg):
         v = a.value
         if isinstance(v, str):
-            return relax.prim_value(scope.dim(v))
+            return compat.prim_value(scope.dim(v))
         tirx = _tvm()[2]
         imm = tirx.FloatImm if isinstance(v, float) else tirx.IntImm
-        return relax.prim_value(imm(a.dtype, v))
+        return compat.prim_value(imm(a.dtype, v))
     if isinstance(a, list):
         return [_arg(scope, x) for x in a]
     return a
@@ -230,7 +231,7 @@ def struct_info_of(mod, func: str = "main"):
     f = mod[func]
 
     def visit(b):
-        out[b.var.name] = sinfo_to_ty(b.var.ty)
+        out[compat.var_name(b.var)] = sinfo_to_ty(compat.type_of(b.var))
 
     for block in f.body.blocks:
         for b in block.bindings:
@@ -240,9 +241,9 @@ def struct_info_of(mod, func: str = "main"):
 
 def sinfo_to_ty(si) -> Ty:
     _, relax, _ = _tvm()
-    if isinstance(si, relax.TupleType):
+    if compat.is_tuple_type(si):
         return TupleTy([sinfo_to_ty(f) for f in si.fields])
-    if isinstance(si, relax.TensorType):
+    if compat.is_tensor_type(si):
         shape = None
         if si.shape is not None and isinstance(si.shape, relax.ShapeExpr):
             shape = [_prim_to_dim(v) for v in si.shape.values]

@@ -54,7 +54,8 @@ def run_reduce(input_spec: str, signature: Optional[str], interesting: Optional[
 
 
 def run_report(input_spec: str, out: Optional[str], timeout: float, python: Optional[str],
-               corpus_dir: Optional[str] = None, echo: Callable[[str], None] = click.echo) -> int:
+               corpus_dir: Optional[str] = None, echo: Callable[[str], None] = click.echo,
+               bisect: bool = True) -> int:
     try:
         kind, value, name = load_input(input_spec, corpus_dir and Path(corpus_dir))
         red = report_input(kind, value, out_dir=_out(out, "reports", name), timeout=timeout,
@@ -64,5 +65,30 @@ def run_report(input_spec: str, out: Optional[str], timeout: float, python: Opti
     except OSError as e:
         raise click.ClickException(f"cannot write results: {e}")
     echo(f"signature: {red.signature}")
-    echo(f"wrote repro.py and report.md to {red.out_dir}")
+    written = ["repro.py", "report.md"]
+    if bisect and _affected_versions(input_spec, red, kind, value, timeout, echo):
+        written.append("bisect.json")
+    echo(f"wrote {', '.join(written[:-1])} and {written[-1]} to {red.out_dir}")
     return 0
+
+
+def _affected_versions(label: str, red, kind: str, value, timeout: float, echo) -> bool:
+    """With other releases installed, replay the case on each (``tvmfuzz bisect``) for
+    report.md's "Affected versions"; without, the section names the one release checked."""
+    from worker.bisect import Subject, bisect, case_job, script_job, summary
+    from worker.releases import installed
+
+    from .report import update_affected
+
+    if not installed():
+        return False
+    job = case_job(value) if kind == "case" else script_job(value)
+    echo("replaying it on each installed release (tvmfuzz bisect)")
+    result = bisect(Subject(label, job, red.signature, red.out_dir, kind),
+                    timeout=timeout)
+    try:
+        update_affected(red.out_dir, result)
+    except OSError as e:
+        raise click.ClickException(f"cannot write results: {e}")
+    echo(f"affected versions: {summary(result)}")
+    return True

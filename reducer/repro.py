@@ -7,8 +7,10 @@ inputs' recipe, the expected failure) and replays that without tvmfuzz; see
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import json
+import os
 import re
 import zlib
 from importlib import metadata
@@ -20,14 +22,39 @@ from fuzz.model import Program
 TEMPLATE = Path(__file__).with_name("repro_template.py")
 
 
-def versions() -> dict:
+_PKGS = ("apache-tvm", "apache-tvm-ffi", "numpy", "ml_dtypes")
+
+
+def versions(python: Optional[str] = None) -> dict:
+    """Package versions of this interpreter, or of ``python`` (another TVM install, e.g. an
+    env of `tvmfuzz env add`) when given."""
+    import sys
+
+    if python and os.path.abspath(python) != os.path.abspath(sys.executable):
+        return dict(_versions_of(python))
     out = {}
-    for pkg in ("apache-tvm", "apache-tvm-ffi", "numpy", "ml_dtypes"):
+    for pkg in _PKGS:
         try:
             out[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
             out[pkg] = ""
     return out
+
+
+@functools.lru_cache(maxsize=8)
+def _versions_of(python: str) -> tuple:
+    import subprocess
+
+    code = ("import json\nfrom importlib import metadata\nout = {}\n"
+            f"for p in {_PKGS!r}:\n"
+            "    try:\n        out[p] = metadata.version(p)\n"
+            "    except metadata.PackageNotFoundError:\n        out[p] = ''\n"
+            "print(json.dumps(out))")
+    try:
+        r = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)
+        return tuple(json.loads(r.stdout.strip().splitlines()[-1]).items())
+    except (OSError, ValueError, IndexError, subprocess.TimeoutExpired):
+        return tuple((p, "") for p in _PKGS)
 
 
 def _literal(text: str) -> str:

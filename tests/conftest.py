@@ -20,12 +20,19 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 def pytest_addoption(parser):
     parser.addoption("--runslow", action="store_true", help="run tests marked slow")
+    parser.addoption("--releases", action="store_true",
+                     help="run tests marked release (they install other TVM releases with "
+                          "`tvmfuzz env add` into .cache/tvmfuzz-home, kept between runs)")
 
 
 def pytest_collection_modifyitems(config, items):
-    if config.getoption("--runslow"):
-        return
-    skip = pytest.mark.skip(reason="slow: run with --runslow")
+    skips = []
+    if not config.getoption("--runslow"):
+        skips.append(("slow", pytest.mark.skip(reason="slow: run with --runslow")))
+    if not config.getoption("--releases"):
+        skips.append(("release", pytest.mark.skip(
+            reason="needs other TVM releases: run with --releases")))
     for item in items:
-        if "slow" in item.keywords:
-            item.add_marker(skip)
+        for name, skip in skips:
+            if name in item.keywords:
+                item.add_marker(skip)

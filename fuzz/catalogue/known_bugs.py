@@ -36,7 +36,7 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
              "negative axes pass inference, but legalization hands them raw to "
              "topi.strided_slice", when=lambda a: any(x < 0 for x in a.get("axes", []))),
     KnownBug(("relax.strided_slice",), ("*",),
-             r"strides\[i\] < 0 \? \(end_i <= begin_i\)|bad_alloc|TVM -?\d*-\d|, -\d",
+             r"strides\[i\] < 0 \? \(end_i <= begin_i\)|bad_alloc|TVM -?\d*-\d|[,[] ?-\d",
              "begin past end after clamping: numpy gives an empty slice, TVM infers a negative "
              "extent and then fails to build (static) or to allocate (symbolic); a consumer "
              "typed with the model's extent then fails construction",

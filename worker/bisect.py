@@ -1,0 +1,249 @@
+"""``tvmfuzz bisect``: replay one finding on every installed TVM release and say, per release,
+whether the bug is there.
+
+A finding is a case JSON (campaign ``findings/``, a reducer directory's ``case.json``, a corpus
+bucket) with its stored signature, or a TVMScript file, whose signature is the one it fails with
+on the default release. Each release runs it in its own sandbox (``worker/sandbox.py`` under the
+env's interpreter). Verdicts:
+
+* ``present``    fails with the same signature;
+* ``absent``     passes (or, for a near-valid mutant, verifier and build both refuse it);
+* ``different``  fails with another signature (shown);
+* ``error``      cannot run there: the program cannot be materialized or parsed on that release,
+                 or the sandbox does not start (the reason is shown).
+
+"The same signature" is compared up to what moves between releases without being another bug:
+the line number of the C++ throw site and the dtype spelling in messages (0.25 prints
+``bfloat16`` where 0.26 prints ``T.bfloat16``). Anything else that differs (a reworded message,
+another throw site file, another failing pass) makes the verdict ``different``.
+"""
+from __future__ import annotations
+
+import collections
+import json
+import re
+from pathlib import Path
+from typing import Callable, Optional
+
+from fuzz.model import Program
+
+from .releases import Release, all_releases
+from .sandbox_runner import outcome_from_result
+from .script_guard import UnsafeScript, check_script, comment_imports
+
+
+class BisectError(Exception):
+    """The input cannot be bisected; one line for the user (exit status 2)."""
+
+
+_SITE_LINE = re.compile(r"(@ \S+?):\d+")
+_T_DTYPE = re.compile(r"\bT\.(?=(?:bfloat16|float\d+|u?int\d+|bool)\b)")
+
+
+def release_key(sig: str) -> str:
+    """A signature without what changes between releases for one bug (see the module doc)."""
+    return _T_DTYPE.sub("", _SITE_LINE.sub(r"\1", sig or ""))
+
+
+def same_bug(a: str, b: str) -> bool:
+    return bool(a) and release_key(a) == release_key(b)
+
+
+# --- the input ------------------------------------------------------------------------------
+class Subject:
+    """What is bisected: the sandbox job, the signature to look for ("" = the default
+    release's), a label, and the reducer directory it lives in (if any)."""
+
+    def __init__(self, label: str, job: dict, signature: str = "",
+                 case_dir: Optional[Path] = None, kind: str = "case"):
+        self.label, self.job, self.signature, self.case_dir, self.kind = (
+            label, job, signature, case_dir, kind)
+
+
+def case_job(program: Program) -> dict:
+    return {"kind": "case", "program": program.to_json(),
+            "input_seed": program.meta.get("seed") or 0}
+
+
+def script_job(text: str) -> dict:
+    return {"kind": "script", "text": text}
+
+
+def load_subject(spec: str, corpus_dir: Optional[str] = None) -> Subject:
+    """A case JSON, a TVMScript file, a reducer directory (its case.json or case.py) or a
+    corpus bucket id."""
+    path = Path(spec)
+    if path.is_dir():
+        for name in ("case.json", "case.py"):
+            if (path / name).is_file():
+                path = path / name
+                break
+        else:
+            raise BisectError(f"{spec} is a directory without case.json or case.py")
+    if not path.exists():
+        return _bucket_subject(spec, corpus_dir)
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise BisectError(f"cannot read {spec}: {e}")
+    case_dir = path.parent if (path.parent / "report.md").is_file() else None
+    if path.suffix == ".json":
+        try:
+            prog = Program.loads(text)
+        except (ValueError, KeyError, TypeError) as e:
+            raise BisectError(f"{spec} is not a tvmfuzz case (program-model JSON): {e}")
+        return Subject(str(path), case_job(prog), _stored_signature(path), case_dir)
+    text = comment_imports(text)   # as replay does: TVMScript binds I, R, T itself
+    try:
+        check_script(text)
+    except SyntaxError as e:
+        raise BisectError(f"{spec} is not TVMScript (Python syntax error, line {e.lineno})")
+    except UnsafeScript as e:
+        raise BisectError(f"{spec} refused: it uses Python outside TVMScript ({e}); nothing in "
+                          "it was run")
+    return Subject(str(path), script_job(text), "", case_dir, "script")
+
+
+def _stored_signature(path: Path) -> str:
+    """The signature a campaign (``case_N.outcome.json``) or a reduction (``outcome.json``,
+    ``reduce.json``) stored beside the case; "" when there is none."""
+    for cand in (path.with_name(path.name[:-len(".json")] + ".outcome.json"),
+                 path.parent / "outcome.json"):
+        try:
+            sig = json.loads(cand.read_text()).get("signature", "")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if sig:
+            return sig
+    try:
+        return json.loads((path.parent / "reduce.json").read_text()).get("signature", "") or ""
+    except (OSError, ValueError, AttributeError):
+        return ""
+
+
+def _bucket_subject(spec: str, corpus_dir: Optional[str]) -> Subject:
+    from corpus import Corpus, CorpusError
+
+    where = corpus_dir or "runs/corpus"
+    try:
+        with Corpus(Path(where), create=False) as c:
+            b = c.bucket(spec)
+    except KeyError as e:   # UnknownBucket
+        raise BisectError(f"{spec}: no such file, and {e}")
+    except CorpusError as e:
+        raise BisectError(f"{spec}: no such file (and no corpus to look it up in: {e})")
+    if not b.get("case"):
+        raise BisectError(f"bucket {b['id']}: its representative case file is missing")
+    return Subject(f"bucket {b['id']}", case_job(Program.from_json(b["case"])),
+                   b.get("signature", ""))
+
+
+# --- running --------------------------------------------------------------------------------
+def _judge(outcomes: list[dict], want: str) -> dict:
+    first = outcomes[0]
+    sig = first.get("signature", "") or ""
+    verdict = first.get("verdict", "")
+    msg = ""
+    if verdict == "pass":
+        v = "absent"
+    elif verdict == "rejected":
+        # A near-valid mutant that verifier and build both refuse: the expected outcome. Say
+        # why the build refused: on an old release it may be something else entirely.
+        v, sig = "absent", ""
+        msg = (f"verifier and build both refuse it (build: {first.get('error_type', '')}: "
+               f"{first.get('message', '')})")[:400]
+    elif verdict == "invalid":
+        v = "error"
+        what = "does not parse" if first.get("kind") == "not_tvmscript" else \
+            "cannot be materialized"
+        msg = (f"{what} on this release: {first.get('error_type', '')}: "
+               f"{first.get('message', '')}").strip()[:400]
+        sig = ""
+    elif first.get("kind") == "lost":
+        v, msg, sig = "error", f"the sandbox failed: {first.get('message', '')}"[:400], ""
+    else:
+        v = "present" if same_bug(sig, want) else "different"
+        msg = first.get("message", "")[:400]
+    same = sum(1 for o in outcomes if (o.get("signature", "") or "") == (first.get("signature")
+                                                                          or ""))
+    return {"verdict": v, "signature": sig, "message": msg, "reproduced": same,
+            "times": len(outcomes), "kind": first.get("kind", ""), "stage": first.get("stage", "")}
+
+
+def run_on(release: Release, job: dict, times: int, timeout: float) -> list[dict]:
+    from .sandbox_runner import SandboxRunner
+
+    runner = SandboxRunner(python=release.python, timeout=timeout)
+    try:
+        if runner.sandbox.hello.get("tvm"):
+            release.tvm = runner.sandbox.hello["tvm"]
+        return [outcome_from_result(runner.sandbox.run(job)) for _ in range(times)]
+    finally:
+        runner.close()
+
+
+def bisect(subject: Subject, releases: Optional[list[Release]] = None, times: int = 1,
+           timeout: float = 120.0, log: Callable[[str], None] = lambda s: None) -> dict:
+    """Run ``subject`` on each release; the result as ``tvmfuzz bisect --format json`` prints
+    it. The default release runs first: without a stored signature, its failure is the one
+    looked for."""
+    rels = list(releases if releases is not None else all_releases())
+    order = sorted(rels, key=lambda r: not r.default)   # the default first, then as listed
+    want = subject.signature
+    results: dict[int, dict] = {}
+    for r in order:
+        log(f"running on {r.version} ({r.python})")
+        try:
+            outs = run_on(r, subject.job, times, timeout)
+        except RuntimeError as e:   # the sandbox server did not start under that interpreter
+            lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+            why = lines[0] + (f" ... {lines[-1]}" if len(lines) > 1 else "") if lines else str(e)
+            results[id(r)] = {"verdict": "error", "signature": "", "reproduced": 0,
+                              "times": times, "kind": "", "stage": "", "message": why[:400]}
+            continue
+        if r.default and not want and outs[0].get("verdict") == "fail":
+            want = outs[0].get("signature", "") or ""
+        results[id(r)] = _judge(outs, want)
+    rows = []
+    for r in rels:
+        row = {"version": r.version, "tvm": r.tvm, "python": r.python, "default": r.default}
+        row.update(results[id(r)])
+        rows.append(row)
+    return {"case": subject.label, "kind": subject.kind, "signature": want,
+            "stored_signature": bool(subject.signature), "releases": rows,
+            "matching": "signatures compared up to the throw site's line number and dtype "
+                        "spelling"}
+
+
+def summary(result: dict) -> str:
+    """One line: where the bug is present."""
+    by = collections.defaultdict(list)
+    for r in result["releases"]:
+        by[r["verdict"]].append(r["version"])
+    return "; ".join(f"{v}: {', '.join(by[v])}" for v in ("present", "absent", "different",
+                                                          "error") if by[v])
+
+
+def format_table(result: dict) -> str:
+    from .signature import short
+
+    lines = [f"case: {result['case']}",
+             f"signature: {result['signature'] or '(passes on the default release)'}"
+             + ("" if result.get("stored_signature") else "  (from the default release)")]
+    rows = [("release", "tvm", "verdict", "signature / message")]
+    for r in result["releases"]:
+        detail = ""
+        if r["verdict"] == "different":
+            detail = short(r["signature"], 160)
+        elif r["verdict"] == "absent" and r["message"]:
+            detail = r["message"]
+        elif r["verdict"] == "error":
+            detail = r["message"]
+        if r.get("times", 1) > 1 and r["verdict"] in ("present", "different"):
+            detail = (detail + f"  (reproduced {r['reproduced']}/{r['times']})").strip()
+        rows.append((r["version"] + (" (default)" if r["default"] else ""), r["tvm"],
+                     r["verdict"], detail))
+    w = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        lines.append(f"{row[0]:<{w[0]}}  {row[1]:<{w[1]}}  {row[2]:<{w[2]}}  {row[3]}".rstrip())
+    return "\n".join(lines)
