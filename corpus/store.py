@@ -81,6 +81,11 @@ def case_hash(prog: Program) -> str:
 def case_size(prog: Program) -> tuple[int, int, int]:
     """How big a case is, for picking a bucket's representative: op nodes first, then all
     nodes, then the JSON's length (a deterministic tie-break)."""
+    if prog.ir == "tir":   # statements stand for nodes
+        from fuzz.tir.model import walk
+
+        n = sum(1 for _ in walk(prog.body))
+        return n, n, len(prog.dumps())
     nodes = [n for f in prog.functions for n in f.nodes()]
     ops = sum(n.op not in STRUCTURAL_OPS for n in nodes)
     return ops, len(nodes), len(prog.dumps())

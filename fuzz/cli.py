@@ -60,6 +60,23 @@ FORMAT_OPT = click.option("--format", "fmt", type=click.Choice(["text", "json"])
 TVM_PYTHON = click.option("--tvm-python", type=click.Path(exists=True, dir_okay=False),
                           default=None, help="Python interpreter of the TVM install to test "
                           "(the sandbox server runs under it)")
+ENV_OPT = click.option("--env", "env_version", default=None, metavar="VERSION",
+                       help="test this installed TVM release (`tvmfuzz env list`): --tvm-python "
+                       "with that env's interpreter")
+
+
+def _tvm_python(env_version, tvm_python):
+    """The interpreter --env or --tvm-python names (None: this one, the default release)."""
+    if env_version is None:
+        return tvm_python
+    if tvm_python:
+        raise click.UsageError("--env and --tvm-python exclude each other")
+    from worker.releases import ReleaseError, resolve
+
+    try:
+        return resolve(env_version)
+    except ReleaseError as e:
+        raise click.UsageError(str(e))
 
 
 @click.group()
@@ -108,7 +125,11 @@ def print_histograms(ops, dtypes, kinds, n_cases, top=25) -> None:
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False))
 @click.option("--mode", type=MODES, default="valid", show_default=True)
 @click.option("--ops", type=int, default=None, help="op nodes per program (default: random)")
-def gen(count, seed, out, mode, ops):
+@click.option("--ir", type=click.Choice(["relax", "tir"]), default="relax", show_default=True,
+              help="relax: graph programs; tir: PrimFuncs (fuzz/tir)")
+@click.option("--axis-separators", is_flag=True,
+              help="TIR: buffers may have axis_separators (TVM 0.25 only)")
+def gen(count, seed, out, mode, ops, ir, axis_separators):
     """Generate COUNT programs: one JSON (canonical) and one TVMScript file per case."""
     from worker.sandbox_runner import ScriptFailure, SandboxRunner
 
@@ -116,7 +137,16 @@ def gen(count, seed, out, mode, ops):
 
     out_dir = _out_dir(out)
     op_hist, dt_hist, kind_hist = collections.Counter(), collections.Counter(), collections.Counter()
-    progs = [generate(seed + i, mode=mode, n_ops=ops) for i in range(count)]
+    if ir == "tir":
+        from .tir.generate import generate_tir
+
+        progs = [generate_tir(seed + i, mode="near_valid" if mode == "near-valid" else "valid",
+                              features={"axis_separators": axis_separators})
+                 for i in range(count)]
+        for i, p in enumerate(progs):
+            p.meta.update(seed=seed + i, mode=mode)
+    else:
+        progs = [generate(seed + i, mode=mode, n_ops=ops) for i in range(count)]
     runner = SandboxRunner()   # printing materializes, and that can crash TVM: not in here
     try:
         scripts = runner.scripts(progs)
@@ -131,6 +161,9 @@ def gen(count, seed, out, mode, ops):
             click.echo(f"case {prog.meta['seed']}: {script}", err=True)
         else:
             stem.with_suffix(".py").write_text(script)
+        if prog.ir == "tir":
+            dt_hist.update(p.dtype for p in prog.params)
+            continue
         op_hist.update(prog.ops())
         dt_hist.update(p.ty.dtype for f in prog.functions for p in f.params
                        if hasattr(p.ty, "dtype"))
@@ -160,6 +193,7 @@ def gen(count, seed, out, mode, ops):
               help="live table (default: on a terminal) or plain progress lines")
 @CORPUS_OPT
 @TVM_PYTHON
+@ENV_OPT
 @click.option("--broker", default=None, metavar="URL",
               help="distributed mode: send the cases to `tvmfuzz worker`s through this Redis "
                    "(redis://HOST:6379/0); this process only coordinates (--jobs is unused)")
@@ -167,13 +201,21 @@ def gen(count, seed, out, mode, ops):
               help="reduce each new bucket in the background into OUT/reduced/<bucket>/")
 @click.option("--in-flight", type=click.IntRange(min=0), default=0, show_default=True,
               help="with --broker: batches out at once (0: worker processes + 2)")
+@click.option("--ir", "ir", default="relax,tir", show_default=True,
+              help="comma list of the IRs to generate: relax (graph programs), tir (PrimFuncs)")
+@click.option("--schedules/--no-schedules", default=True, show_default=True,
+              help="apply random s_tir schedule primitives to some TIR cases")
 def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_dir, tvm_python,
-        auto_reduce, broker, in_flight):
+        env_version, auto_reduce, broker, in_flight, ir, schedules):
     """A campaign on this machine: generate, compile and run (llvm plus a random variant) in
     crash-isolated sandboxes, judge, keep every finding. With --broker, the cases run on
     Celery workers instead (see `tvmfuzz worker`)."""
     from worker.campaign import TARGET_KINDS, run_campaign
 
+    tvm_python = _tvm_python(env_version, tvm_python)
+    irs = tuple(dict.fromkeys(t.strip() for t in ir.split(",") if t.strip()))
+    if not irs or set(irs) - {"relax", "tir"}:
+        raise click.UsageError(f"--ir: {ir!r}: give relax, tir or relax,tir")
     kinds = tuple(t.strip() for t in targets.split(",") if t.strip())
     bad = [k for k in kinds if k not in TARGET_KINDS]
     if bad or not kinds:
@@ -187,14 +229,16 @@ def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_di
     if broker:
         _check_broker_url(broker)
         if tvm_python:
-            raise click.UsageError("--tvm-python: in distributed mode the workers choose their "
-                                   "TVM (tvmfuzz worker --tvm-python)")
+            raise click.UsageError(f"--{'env' if env_version else 'tvm-python'}: in distributed "
+                                   "mode the workers choose their TVM (tvmfuzz worker --env "
+                                   "VERSION or --tvm-python)")
         from worker.distributed import BatchFailed, BrokerUnavailable, run_distributed
 
         try:
             run_distributed(budget, out_dir, broker, seed, mode, echo=click.echo,
                             replays=replays, targets=kinds, resume=resume, live=live,
-                            corpus=Path(corpus_dir), reduce=auto_reduce, in_flight=in_flight)
+                            corpus=Path(corpus_dir), reduce=auto_reduce, in_flight=in_flight,
+                            ir=irs, schedules=schedules)
         except (BrokerUnavailable, CorpusError) as e:
             raise click.UsageError(str(e))
         except BatchFailed as e:
@@ -203,7 +247,7 @@ def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_di
     try:
         run_campaign(budget, out_dir, seed, mode, echo=click.echo, replays=replays,
                      tvm_python=tvm_python, jobs=jobs, targets=kinds, resume=resume, live=live,
-                     corpus=Path(corpus_dir), reduce=auto_reduce)
+                     corpus=Path(corpus_dir), reduce=auto_reduce, ir=irs, schedules=schedules)
     except CorpusError as e:
         raise click.UsageError(str(e))
     sys.exit(0)
@@ -226,12 +270,14 @@ def _check_broker_url(url: str) -> None:
               help="Celery node name (default: tvmfuzz-PID@HOST)")
 @click.option("--loglevel", "-l", default="INFO", show_default=True)
 @TVM_PYTHON
-def worker(broker, concurrency, visibility_timeout, hostname, loglevel, tvm_python):
+@ENV_OPT
+def worker(broker, concurrency, visibility_timeout, hostname, loglevel, tvm_python, env_version):
     """A distributed-mode worker: runs the batches a `tvmfuzz run --broker` coordinator sends,
     each in a crash-isolated sandbox (Celery, prefork pool; TVM is never imported here)."""
     import os
 
     _check_broker_url(broker)
+    tvm_python = _tvm_python(env_version, tvm_python)
     from worker.celery_app import make_app
 
     app = make_app(broker, visibility_timeout=visibility_timeout, tvm_python=tvm_python)
@@ -256,11 +302,14 @@ def worker(broker, concurrency, visibility_timeout, hostname, loglevel, tvm_pyth
 @click.option("--extra-pass", "extra_passes", multiple=True, metavar="MODULE:ATTR",
               help="a Relax pass to run before the pipeline (e.g. a fork's own pass)")
 @TVM_PYTHON
-def smoke(budget, cases, seed, baseline, update_baseline, out, extra_passes, tvm_python):
+@ENV_OPT
+def smoke(budget, cases, seed, baseline, update_baseline, out, extra_passes, tvm_python,
+          env_version):
     """CI smoke fuzzing: exit 0 when no signature outside the baseline appears, 1 when one
     does, 2 on usage or environment errors. Writes smoke.junit.xml and smoke.sarif."""
     from worker.smoke import SmokeError, run_smoke
 
+    tvm_python = _tvm_python(env_version, tvm_python)
     out_dir = _out_dir(out)
     try:
         code = run_smoke(budget, out_dir, seed, cases, Path(baseline) if baseline else None,
@@ -279,10 +328,12 @@ def smoke(budget, cases, seed, baseline, update_baseline, out, extra_passes, tvm
               help="replays; the reproduction rate is how many gave the first signature")
 @click.option("--timeout", type=Duration(), default="120s", show_default=True)
 @TVM_PYTHON
-def replay(case, fmt, times, timeout, tvm_python):
+@ENV_OPT
+def replay(case, fmt, times, timeout, tvm_python, env_version):
     """Re-run a saved case (JSON) or any TVMScript file in the sandbox; print the verdict."""
     from worker.replay import replay_file
 
+    tvm_python = _tvm_python(env_version, tvm_python)
     result = replay_file(Path(case), times=times, timeout=timeout,
                          python=tvm_python or sys.executable)
     if fmt == "json":
@@ -312,12 +363,14 @@ def replay(case, fmt, times, timeout, tvm_python):
               help="stop after this long and keep the smallest candidate so far")
 @CORPUS_OPT
 @TVM_PYTHON
+@ENV_OPT
 def reduce(input_spec, signature, interesting, jobs, out, timeout, budget, corpus_dir,
-           tvm_python):
+           tvm_python, env_version):
     """Reduce a failing case (JSON), TVMScript file or corpus bucket to a minimal reproducer,
     with repro.py and report.md."""
     from reducer.cli import run_reduce
 
+    tvm_python = _tvm_python(env_version, tvm_python)
     sys.exit(run_reduce(input_spec, signature, interesting, jobs, out, timeout, budget,
                         tvm_python, corpus_dir))
 
@@ -329,12 +382,17 @@ def reduce(input_spec, signature, interesting, jobs, out, timeout, budget, corpu
 @click.option("--timeout", type=Duration(), default="60s", show_default=True)
 @CORPUS_OPT
 @TVM_PYTHON
-def report(input_spec, out, timeout, corpus_dir, tvm_python):
+@ENV_OPT
+@click.option("--bisect/--no-bisect", "run_bisect", default=True, show_default=True,
+              help="with installed releases (`tvmfuzz env list`), replay the case on each for "
+                   "report.md's \"Affected versions\"")
+def report(input_spec, out, timeout, corpus_dir, tvm_python, env_version, run_bisect):
     """Write repro.py and report.md (a TVM issue, ready to paste) for a failing case (JSON),
     TVMScript file or corpus bucket."""
     from reducer.cli import run_report
 
-    sys.exit(run_report(input_spec, out, timeout, tvm_python, corpus_dir))
+    tvm_python = _tvm_python(env_version, tvm_python)
+    sys.exit(run_report(input_spec, out, timeout, tvm_python, corpus_dir, bisect=run_bisect))
 
 
 @cli.command(name="catalogue")
@@ -354,6 +412,95 @@ def catalogue_cmd(check, seeds):
     for fam, names in fams.items():
         click.echo(f"{fam} ({len(names)}): " + " ".join(n[len("relax."):] for n in names))
     click.echo(f"{len(CATALOGUE)} ops")
+
+
+@cli.group(name="env")
+def env_group():
+    """Other TVM releases: one virtualenv each under $TVMFUZZ_HOME/envs (default
+    ~/.cache/tvmfuzz), for --env VERSION and `tvmfuzz bisect`."""
+
+
+@env_group.command(name="add")
+@click.argument("version")
+def env_add(version):
+    """Install apache-tvm==VERSION (with the apache-tvm-ffi it works with, numpy, ml_dtypes)
+    into its own virtualenv and check that it imports and prints a module."""
+    from worker.releases import ReleaseError, add
+
+    try:
+        rel, created = add(version, echo=click.echo)
+    except ReleaseError as e:
+        raise click.UsageError(f"env add {version}: {e}")
+    what = "installed" if created else "already installed:"
+    click.echo(f"{what} apache-tvm {rel.tvm} (apache-tvm-ffi {rel.ffi or '?'}) in {rel.path}")
+    click.echo(f"python: {rel.python}")
+
+
+@env_group.command(name="list")
+@FORMAT_OPT
+def env_list(fmt):
+    """The default release (installed with tvmfuzz) and each installed env."""
+    from worker.releases import all_releases, envs_dir
+
+    rels = all_releases()
+    if fmt == "json":
+        click.echo(json.dumps({"home": str(envs_dir().parent),
+                               "releases": [r.to_json() for r in rels]}, indent=1))
+        return
+    rows = [("release", "tvm", "ffi", "python")] + [
+        (r.version + (" (default)" if r.default else ""), r.tvm, r.ffi or "?", r.python)
+        for r in rels]
+    w = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        click.echo(f"{row[0]:<{w[0]}}  {row[1]:<{w[1]}}  {row[2]:<{w[2]}}  {row[3]}")
+    if len(rels) == 1:
+        click.echo(f"no other releases in {envs_dir()}; add one with `tvmfuzz env add 0.26.0`")
+
+
+@env_group.command(name="remove")
+@click.argument("version")
+def env_remove(version):
+    """Delete the env of release VERSION."""
+    from worker.releases import ReleaseError, remove
+
+    try:
+        path = remove(version)
+    except ReleaseError as e:
+        raise click.UsageError(f"env remove {version}: {e}")
+    click.echo(f"removed {path}")
+
+
+@cli.command(name="bisect")
+@click.argument("case")
+@FORMAT_OPT
+@click.option("--times", type=click.IntRange(min=1), default=1, show_default=True,
+              help="runs per release (the verdict is the first run's; the table shows how "
+                   "many reproduced)")
+@click.option("--timeout", type=Duration(), default="120s", show_default=True)
+@CORPUS_OPT
+def bisect_cmd(case, fmt, times, timeout, corpus_dir):
+    """Replay a finding (case JSON, TVMScript file, reducer directory or corpus bucket) on the
+    default release and every installed env: present, absent, different or error on each."""
+    from worker.bisect import BisectError, bisect, format_table, load_subject
+
+    try:
+        subject = load_subject(case, corpus_dir)
+    except BisectError as e:
+        raise click.UsageError(str(e))
+    log = (lambda s: click.echo(s, err=True)) if fmt == "text" else (lambda s: None)
+    result = bisect(subject, times=times, timeout=timeout, log=log)
+    click.echo(json.dumps(result, indent=1) if fmt == "json" else format_table(result))
+    if subject.case_dir is not None:
+        from reducer.report import update_affected
+
+        try:
+            update_affected(subject.case_dir, result)
+        except OSError as e:
+            raise click.ClickException(f"cannot write bisect.json: {e}")
+        if fmt == "text":
+            click.echo(f"wrote bisect.json and report.md's \"Affected versions\" in "
+                       f"{subject.case_dir}")
+    sys.exit(0)
 
 
 def _open_corpus(path: str):

@@ -175,16 +175,20 @@ def reduce_case(program: Program, *, signature: Optional[str] = None,
         first = _check_start(oracle, "case", program, signature, interesting)
         oracle.target_sig = first.get("signature", signature or "")
         oracle.timeout = _candidate_timeout(first, timeout)
-        ctx = MP.ModelContext.of(program, first)
+        ops = _case_ops(program)
         progress = _Progress(writer, "case.json", subject.text)
-        driver = Driver(oracle.test, MP.smaller, width=pool.size, log=log, on_accept=progress,
+        driver = Driver(oracle.test, ops.smaller, width=pool.size, log=log, on_accept=progress,
                         deadline=None if time_budget is None else t0 + time_budget,
-                        structure=MP.structure)
-        best, cancelled = _run(driver, program, MP.model_passes(ctx), max_rounds, log)
+                        structure=ops.structure)
+        best, cancelled = _run(driver, program, ops.passes(program, first), max_rounds, log)
         outcome = _final_outcome(oracle, best, first, interesting)
         script = _print_case(pool, best)
-        stats = _stats(oracle, driver, t0, cancelled, MP.bindings(program), MP.bindings(best),
+        trace = _tir_trace(pool, best)
+        stats = _stats(oracle, driver, t0, cancelled, ops.size(program), ops.size(best),
                        script_bindings(script) if script else -1)
+        stats["python"] = python   # the TVM it ran on (report.md names its version)
+        if trace is not None:
+            stats["schedule_trace"] = trace
         red = Reduction("case", program, best, oracle.target_sig or outcome.get("signature", ""),
                         outcome, script, stats, dict(oracle.slipped),
                         writer.path if writer else None, writer)
@@ -196,6 +200,25 @@ def reduce_case(program: Program, *, signature: Optional[str] = None,
     finally:
         if own:
             pool.close()
+
+
+@dataclass
+class _CaseOps:
+    """The delta passes and size measure of one IR's program model."""
+    passes: Callable
+    smaller: Callable
+    structure: Callable
+    size: Callable
+
+
+def _case_ops(program) -> _CaseOps:
+    if program.ir == "tir":
+        from . import tir_model_passes as TP
+
+        return _CaseOps(lambda p, first: TP.tir_passes(), TP.smaller, TP.structure,
+                        TP.statements)
+    return _CaseOps(lambda p, first: MP.model_passes(MP.ModelContext.of(p, first)),
+                    MP.smaller, MP.structure, MP.bindings)
 
 
 def reduce_script(text: str, *, signature: Optional[str] = None,
@@ -247,7 +270,7 @@ def reduce_script(text: str, *, signature: Optional[str] = None,
                         outcome, best, stats, dict(oracle.slipped),
                         writer.path if writer else None, writer)
         red.stats.update(variants=variants, input_seed=input_seed, near_valid=near_valid,
-                         inputs_by_name=inputs_by_name)
+                         inputs_by_name=inputs_by_name, python=python)
         if writer is not None:
             from .report import write_outputs
 
@@ -322,6 +345,14 @@ def _final_outcome(oracle: Oracle, best, first: dict, interesting) -> dict:
     return dict(outcome, reproduction={"reproduced": same, "replays": REPLAYS})
 
 
+def _tir_trace(pool: SandboxPool, prog) -> Optional[str]:
+    """A TIR case's schedule as TVM's trace (for repro.py); None for other cases."""
+    if prog.ir != "tir" or not (prog.meta.get("schedule") or {}).get("applied"):
+        return None
+    r = pool.run({"kind": "tir_trace", "program": prog.to_json()})
+    return r["result"]["trace"] if r.get("status") == "ok" else ""
+
+
 def _print_case(pool: SandboxPool, prog: Program) -> str:
     r = pool.run({"kind": "print", "program": prog.to_json()})
     return r["result"]["script"] if r.get("status") == "ok" else ""
@@ -359,11 +390,15 @@ def report_input(kind: str, subject_value, *, out_dir: Path, timeout: float = 60
         first = _stable_signature(oracle, label, subject_value, None)
         first = dict(first, reproduction={"reproduced": REPLAYS, "replays": REPLAYS})
         script = _print_case(pool, subject_value) if kind == "case" else subject_value
-    size = (MP.bindings(subject_value) if kind == "case" else script_bindings(subject_value))
+        trace = _tir_trace(pool, subject_value) if kind == "case" else None
+    size = (_case_ops(subject_value).size(subject_value) if kind == "case"
+            else script_bindings(subject_value))
     red = Reduction(kind, subject_value, subject_value, first.get("signature", ""), first,
                     script, {"replays": REPLAYS, "seconds": round(time.monotonic() - t0, 2),
                              "bindings_before": size, "variants": variants,
-                             "input_seed": input_seed}, {}, writer.path, writer)
+                             "input_seed": input_seed, "python": python}, {}, writer.path, writer)
+    if trace is not None:
+        red.stats["schedule_trace"] = trace
     from .report import write_outputs
 
     write_outputs(red)

@@ -36,7 +36,8 @@ def case_mode(seed: int, mode: Optional[str]) -> str:
     return "near-valid" if random.Random(seed).random() < NEAR_VALID_SHARE else "valid"
 
 
-def case_variants(seed: int, targets=TARGET_KINDS, alternatives: int = 1) -> list[dict]:
+def case_variants(seed: int, targets=TARGET_KINDS, alternatives: int = 1,
+                  schedules: bool = False) -> list[dict]:
     """The base build plus random alternatives, deterministic from the case seed."""
     ch = RandomChooser(seed * 7919 + 17)
     out = [BASE.to_json()]
@@ -44,16 +45,66 @@ def case_variants(seed: int, targets=TARGET_KINDS, alternatives: int = 1) -> lis
     for _ in range(alternatives * 4):
         if len(out) > alternatives:
             break
-        v = random_variant(ch, cuda=cuda)
+        v = random_variant(ch, cuda=cuda, schedules=schedules)
         if v.kind in targets:
             out.append(v.to_json())
     return out
 
 
-def make_case(seed: int, mode: Optional[str], targets=TARGET_KINDS):
+TIR_SHARE = 0.35      # of cases, when a campaign fuzzes both Relax and TIR
+SCHEDULE_SHARE = 0.6  # of TIR cases, when schedules are on
+
+
+def case_ir(seed: int, ir=("relax",)) -> str:
+    if len(ir) == 1:
+        return ir[0]
+    return "tir" if random.Random(seed * 31 + 7).random() < TIR_SHARE else "relax"
+
+
+def make_case(seed: int, mode: Optional[str], targets=TARGET_KINDS, ir=("relax",),
+              schedules: bool = False, features: Optional[dict] = None):
+    """The case of a seed: its IR, program, compile variants and (TIR) schedule all follow
+    from the seed, so a case is regenerated exactly from (seed, options)."""
+    if case_ir(seed, ir) == "tir":
+        return make_tir_case(seed, case_mode(seed, mode), schedules, features)
     prog = generate(seed, mode=case_mode(seed, mode))
-    prog.meta["variants"] = case_variants(seed, targets)
+    prog.meta["variants"] = case_variants(seed, targets, schedules=schedules)
     return prog
+
+
+def make_tir_case(seed: int, mode: str, schedules: bool, features: Optional[dict]):
+    from fuzz.tir.generate import generate_tir
+
+    from .tir_execute import random_tir_variant, tir_base_variant
+
+    rng = random.Random(seed * 7919 + 29)
+    prog = generate_tir(seed, mode="near_valid" if mode == "near-valid" else "valid",
+                        features=features)
+    prog.meta.update(seed=seed, mode=mode)
+    prog.meta["variants"] = [tir_base_variant().to_json(), random_tir_variant(rng).to_json()]
+    if schedules and rng.random() < SCHEDULE_SHARE:
+        # Drawn in the sandbox (it needs TVM); a finding's steps are frozen by freeze_schedule.
+        prog.meta["schedule"] = {"seed": seed, "steps": rng.randint(1, 8)}
+    return prog
+
+
+def freeze_schedule(prog, outcome: dict) -> None:
+    """Replace a case's random-schedule seed by the steps it applied, so replays, reductions
+    and other TVM releases apply exactly those steps."""
+    sched = prog.meta.get("schedule")
+    if sched and "applied" not in sched:
+        steps = (outcome.get("extra") or {}).get("schedule")
+        if steps is not None:
+            prog.meta["schedule"] = {"applied": steps, "seed": sched.get("seed")}
+
+
+def release_features(tvm_version: str) -> dict:
+    """What the generator may use on this TVM release: only 0.25 has axis_separators."""
+    try:
+        major, minor = (int(x) for x in tvm_version.split(".")[:2])
+    except ValueError:
+        return {}
+    return {"axis_separators": (major, minor) <= (0, 25)}
 
 
 def reproduction(runner, prog, outcome: dict, replays: int) -> dict:
@@ -123,11 +174,20 @@ class Stats:
     signatures: dict = field(default_factory=dict)     # signature -> [count, first seed]
     ops: set = field(default_factory=set)
     catalogue_size: int = 0
+    irs: collections.Counter = field(default_factory=collections.Counter)
+    # schedule primitive -> [cases it was applied in, of which findings]
+    primitives: dict = field(default_factory=dict)
 
     def add(self, prog, outcome: dict) -> None:
         v = outcome.get("verdict", "fail")
         self.verdicts[v] += 1
+        self.irs[prog.ir] += 1
         self.ops.update(prog.ops())
+        steps = (outcome.get("extra") or {}).get("schedule") or []
+        for prim in sorted({s.get("prim", "?") for s in steps}):
+            entry = self.primitives.setdefault(prim, [0, 0])
+            entry[0] += 1
+            entry[1] += v == "fail"
         if v == "fail":
             self.kinds[outcome.get("kind", "")] += 1
             sig = outcome.get("signature", "")
@@ -145,7 +205,10 @@ class Stats:
                 "verdicts": dict(self.verdicts), "findings_by_kind": dict(self.kinds),
                 "unique_signatures": len(self.signatures),
                 "validity": round(1 - self.verdicts["invalid"] / n, 4) if n else 1.0,
-                "op_coverage": f"{len(self.ops)}/{self.catalogue_size}"}
+                "op_coverage": f"{len(self.ops)}/{self.catalogue_size}",
+                "cases_by_ir": dict(self.irs),
+                "schedule_primitives": {p: {"cases": c, "findings": f}
+                                        for p, (c, f) in sorted(self.primitives.items())}}
 
 
 class Display:
@@ -212,6 +275,9 @@ class CampaignConfig:
     live: Optional[bool] = None
     corpus: Optional[Path] = None
     reduce: bool = True          # reduce each new bucket in the background (worker/autoreduce.py)
+    ir: tuple = ("relax",)       # which IRs to generate: relax, tir
+    schedules: bool = False      # random s_tir schedules on TIR cases
+    features: dict = field(default_factory=dict)   # release features (release_features)
 
 
 def _worker(cfg: CampaignConfig, plan: SeedPlan, results: queue.Queue, stop: threading.Event,
@@ -220,9 +286,12 @@ def _worker(cfg: CampaignConfig, plan: SeedPlan, results: queue.Queue, stop: thr
     try:
         while not stop.is_set():
             seeds = plan.take()
-            progs = [make_case(s, cfg.mode, cfg.targets) for s in seeds]
+            progs = [make_case(s, cfg.mode, cfg.targets, cfg.ir, cfg.schedules, cfg.features)
+                     for s in seeds]
             outcomes = runner.run_many(progs)
             for prog, outcome in zip(progs, outcomes):
+                if outcome.get("verdict") == "fail":
+                    freeze_schedule(prog, outcome)
                 if outcome.get("verdict") == "fail" and cfg.replays > 1:
                     outcome["reproduction"] = reproduction(runner, prog, outcome, cfg.replays)
             scripts = runner.scripts([p for p, o in zip(progs, outcomes)
@@ -257,6 +326,10 @@ def open_campaign(cfg: CampaignConfig, echo: Callable[[str], None]):
     vers = versions()
     if cfg.tvm_python:
         vers["tvm"] = _tvm_version_of(cfg.tvm_python)
+    if cfg.resume and state:
+        cfg.ir = tuple(state.get("ir", cfg.ir))
+        cfg.schedules = state.get("schedules", cfg.schedules)
+    cfg.features = release_features(vers["tvm"])
     return state, start, store, vers
 
 
@@ -287,6 +360,7 @@ class Recorder:
             self.stats.add(prog, outcome)
             if outcome.get("verdict") in ("fail", "invalid"):
                 script = next(scripts)
+                freeze_schedule(prog, outcome)
                 save_case(self.cfg.out_dir, prog, outcome, script)
                 if self.store is not None and outcome["verdict"] == "fail":
                     bucket, new = self.store.add_finding(
@@ -322,9 +396,10 @@ def run_campaign(budget_s: float, out_dir: Path, seed: int = 0, mode: Optional[s
                  echo: Callable[[str], None] = print, runner=None, replays: int = 3,
                  tvm_python: Optional[str] = None, jobs: int = 1, targets=TARGET_KINDS,
                  resume: bool = False, live: Optional[bool] = None,
-                 corpus: Optional[Path] = None, reduce: bool = True) -> dict:
+                 corpus: Optional[Path] = None, reduce: bool = True, ir=("relax",),
+                 schedules: bool = False) -> dict:
     cfg = CampaignConfig(budget_s, out_dir, seed, mode, jobs, tuple(targets), replays,
-                         tvm_python, resume, live, corpus, reduce)
+                         tvm_python, resume, live, corpus, reduce, tuple(ir), schedules)
     from .sandbox_runner import SandboxRunner
 
     def make_runner():
@@ -380,7 +455,8 @@ def _tvm_version_of(python: str) -> str:
 def _save_state(out_dir: Path, plan: SeedPlan, stats: Stats, cfg: CampaignConfig,
                 before: dict, extra: Optional[dict] = None) -> None:
     _write(out_dir / "campaign.json", json.dumps({
-        "watermark": plan.watermark(), "mode": cfg.mode,
+        "watermark": plan.watermark(), "mode": cfg.mode, "ir": list(cfg.ir),
+        "schedules": cfg.schedules,
         "cases": before.get("cases", 0) + stats.cases, **(extra or {})}))
 
 
@@ -395,6 +471,12 @@ def _summarize(out_dir: Path, stats: Stats, plan: SeedPlan, start: int, echo,
     echo(f"{stats.cases} cases in {snap['t']:.0f}s ({snap['cases_per_s']}/s): pass {v['pass']}, "
          f"fail {v['fail']}, invalid (generator defects) {v['invalid']}, "
          f"rejected (mutants both verifier and build refuse) {v['rejected']}")
+    if len(stats.irs) > 1 or "tir" in stats.irs:
+        echo("cases by IR: " + ", ".join(f"{k} {n}" for k, n in sorted(stats.irs.items())))
+    if stats.primitives:
+        echo("schedule primitives (cases applied in, findings among them):")
+        for p, (c, f) in sorted(stats.primitives.items(), key=lambda kv: -kv[1][0]):
+            echo(f"  {p:24s} {c:5d}  {f:4d}")
     if stats.signatures:
         echo(f"{len(stats.signatures)} distinct failures (count, signature, first seed):")
         for s in summary["signatures"]:

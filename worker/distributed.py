@@ -258,7 +258,8 @@ class Coordinator:
         while len(self.inflight) < self.target_in_flight and \
                 (self.stop_at is None or self.plan.next < self.stop_at):
             seeds = self.plan.take()
-            progs = [make_case(s, self.cfg.mode, self.cfg.targets) for s in seeds]
+            progs = [make_case(s, self.cfg.mode, self.cfg.targets, self.cfg.ir, self.cfg.schedules,
+                               self.cfg.features) for s in seeds]
             bid = f"{seeds[0]}+{len(seeds)}"
             self.inflight.add(bid, seeds[0], progs, now)
             self._send(bid)
@@ -366,11 +367,12 @@ def run_distributed(budget_s: float, out_dir: Path, broker: str, seed: int = 0,
                     mode: Optional[str] = None, echo: Callable[[str], None] = print,
                     replays: int = 3, targets=TARGET_KINDS, resume: bool = False,
                     live: Optional[bool] = None, corpus: Optional[Path] = None,
-                    reduce: bool = True, **dist) -> dict:
+                    reduce: bool = True, ir=("relax",), schedules: bool = False,
+                    **dist) -> dict:
     """A campaign whose cases run on Celery workers; ``dist``: DistConfig fields. Raises
     BrokerUnavailable (before any work) when Redis cannot be reached."""
     cfg = CampaignConfig(budget_s, out_dir, seed, mode, 1, tuple(targets), replays, None,
-                         resume, live, corpus, reduce)
+                         resume, live, corpus, reduce, tuple(ir), schedules)
     dcfg = DistConfig(broker, **dist)
     b = RedisBroker(broker)
     try:

@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from fuzz import compat
 from fuzz import dims as D
 from fuzz import reference
 from fuzz.inputs import make_inputs
@@ -114,11 +115,9 @@ def _fail(stage: str, exc: BaseException, kind: str = "crash", verdict: str = "f
 
 
 def _to_numpy(x):
-    import tvm
-
     if isinstance(x, (list, tuple)) or type(x).__name__ == "Array":
         return [_to_numpy(v) for v in x]
-    if isinstance(x, tvm.runtime.Tensor):
+    if isinstance(x, compat.tensor_class()):
         return x.numpy()
     return np.asarray(x)
 
@@ -136,10 +135,14 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
     t0 = time.perf_counter()
     near_valid = program.meta.get("mode") == "near-valid"
 
+    extra_steps: list = []   # s_tir schedule steps a "scheduled" variant applied
+
     def done(o: Outcome, v: Variant = variants[0]) -> Outcome:
         o.seconds = time.perf_counter() - t0
         o.target = v.label()
         o.extra.setdefault("variant", v.to_json())
+        if extra_steps:
+            o.extra.setdefault("schedule", list(extra_steps))
         return o
 
     try:
@@ -164,9 +167,14 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
     with tempfile.TemporaryDirectory(prefix="tvmfuzz-") as workdir:
         for v in variants:
             watch = pass_watch(wf and check_well_formed)
+            exact = v.exact
             try:
-                with tvm.transform.PassContext(instruments=[watch]):
-                    ex = build(mod, v)
+                try:
+                    with tvm.transform.PassContext(instruments=[watch]):
+                        ex = build(mod, v)
+                finally:
+                    if v.pipeline == "scheduled":
+                        exact = exact and _record_schedule(extra_steps)
                 if v.kind == "cuda" and nvcc_available():
                     nvcc_compile(ex, v)
             except Exception as e:  # noqa: BLE001
@@ -203,14 +211,14 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
                     expected = reference.flatten(reference.run(program, args, env))
                 except Exception as e:  # noqa: BLE001
                     return done(_fail("reference", e, "generator", "invalid"))
-            if expected is not None and v.exact:
+            if expected is not None and exact:
                 diff = reference.compare(program, expected, actual)
                 if diff:
                     index, text = diff
                     return done(Outcome("fail", "numeric", "compare", "", text.split(";")[0],
                                         "", text, extra={"numeric_key": reference.numeric_key(
                                             program, index)}), v)
-            elif first is not None and v.exact and first[0].exact:
+            elif first is not None and exact and first[0].exact:
                 diff = reference.compare(program, first[1], actual)
                 if diff:
                     index, text = diff
@@ -226,6 +234,16 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
         if rt:
             return done(Outcome("fail", "roundtrip", "roundtrip", rt[0], rt[1], "", rt[2]))
     return done(Outcome("pass"))
+
+
+def _record_schedule(steps: list) -> bool:
+    """Add the steps the "scheduled" variant's build applied to ``steps``; False when one of
+    them changes numerics by design (then its results are not compared)."""
+    from . import tir_schedule as TS
+    from .variants import LAST_SCHEDULE
+
+    steps.extend(LAST_SCHEDULE)
+    return TS.is_exact(list(LAST_SCHEDULE))
 
 
 def well_formed_verdict(mod, near_valid: bool) -> tuple[bool, Optional[Outcome]]:
@@ -249,7 +267,7 @@ def well_formed_verdict(mod, near_valid: bool) -> tuple[bool, Optional[Outcome]]
 def _tensor(a: np.ndarray, v: Variant):
     import tvm
 
-    return tvm.runtime.tensor(a, tvm.cuda(0) if v.kind == "cuda" else tvm.cpu())
+    return compat.tensor(a, tvm.cuda(0) if v.kind == "cuda" else tvm.cpu())
 
 
 def roundtrip_problem(mod, second_generation: bool = False) -> Optional[tuple]:
@@ -319,11 +337,11 @@ def run_script(text: str, target: Any = "llvm", input_seed: int = 0) -> Outcome:
         env: dict = {}
         args = []
         for p in func.params:
-            ty = sinfo_to_ty(p.ty)
+            ty = sinfo_to_ty(compat.type_of(p))
             for d in ty.shape or []:
                 for v in (D.free_vars(d) if isinstance(d, str) else []):
                     env.setdefault(v, int(rng.integers(1, 5)))
-            args.append(tvm.runtime.tensor(make_array(ty, -2, 2, env, rng)))
+            args.append(compat.tensor(make_array(ty, -2, 2, env, rng)))
     except Exception as e:  # noqa: BLE001
         return done(_fail("vm_load", e))
     try:

@@ -22,8 +22,11 @@ def _case(job: dict) -> dict:
     from worker.execute import compile_and_run
 
     prog = Program.from_json(job["program"])
-    out = compile_and_run(prog, variants=job.get("variants") or prog.meta.get("variants"),
-                          input_seed=job.get("input_seed", 0)).to_json()
+    run = compile_and_run
+    if prog.ir == "tir":
+        from worker.tir_execute import run_tir_case as run
+    out = run(prog, variants=job.get("variants") or prog.meta.get("variants"),
+              input_seed=job.get("input_seed", 0)).to_json()
     text = f"{out['error_type']} {out['message']}".lower()
     if out["verdict"] == "fail" and (out["error_type"] == "MemoryError"
                                     or any(t in text for t in _OOM_TEXT)):
@@ -47,7 +50,27 @@ def _print(job: dict) -> dict:
     from fuzz.materialize import materialize, to_script
     from fuzz.model import Program
 
-    return {"script": to_script(materialize(Program.from_json(job["program"])))}
+    prog = Program.from_json(job["program"])
+    if prog.ir == "tir":
+        from fuzz.tir.build import supports_axis_separators
+        from fuzz.tir.render import to_tvmscript
+
+        text = to_tvmscript(prog, axis_separators_ok=supports_axis_separators())
+        return {"script": "from tvm.script import tirx as T\n\n\n" + text}
+    return {"script": to_script(materialize(prog))}
+
+
+def _tir_trace(job: dict) -> dict:
+    """A TIR case's schedule steps as TVM's own trace (Python), for its standalone repro.py;
+    the step that crashes TVM is not in the trace, so a crash while tracing gives what
+    was traced before it."""
+    from fuzz.model import Program
+    from reducer.tir_repro import schedule_trace
+
+    try:
+        return {"trace": schedule_trace(Program.from_json(job["program"]))}
+    except Exception as e:  # noqa: BLE001
+        return {"trace": "", "error": f"{type(e).__name__}: {str(e).strip()[:300]}"}
 
 
 def _segv(job):
@@ -85,7 +108,7 @@ def _echo(job):
     return {"echo": job.get("value")}
 
 
-KINDS = {"case": _case, "script": _script, "print": _print, "segv": _segv, "fpe": _fpe, "sleep": _sleep,
+KINDS = {"case": _case, "script": _script, "print": _print, "tir_trace": _tir_trace, "segv": _segv, "fpe": _fpe, "sleep": _sleep,
          "spin": _spin, "alloc": _alloc, "exit": _exit, "echo": _echo}
 
 

@@ -51,9 +51,15 @@ class Variant:
     # "module:attr" names of extra Relax passes run first (a TVM fork's own passes, or a
     # test's planted bug); imported in the sandbox child, from the user's own command line.
     extra_passes: list = field(default_factory=list)
+    # pipeline "scheduled": LegalizeOps, then random s_tir primitives on every PrimFunc
+    # (worker/tir_schedule.py) drawn from this seed, then the default build pipeline.
+    schedule_seed: Optional[int] = None
 
     def to_json(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        if d["schedule_seed"] is None:
+            del d["schedule_seed"]   # keeps the JSON of unscheduled variants as it was
+        return d
 
     @staticmethod
     def from_json(d: Optional[dict]) -> "Variant":
@@ -104,10 +110,14 @@ def random_passes(ch: Chooser, n: int) -> list[str]:
     return out
 
 
-def random_variant(ch: Chooser, cuda: bool = False) -> Variant:
+def random_variant(ch: Chooser, cuda: bool = False, schedules: bool = False) -> Variant:
     """One alternative variant: another opt level or CPU, the C backend, another pipeline, a
-    random pass order, the compiled exec mode, or (when asked) CUDA."""
+    random pass order, the compiled exec mode, or (when asked) CUDA or a random schedule of
+    the legalized PrimFuncs."""
     r = ch.integer(0, 99)
+    if schedules and ch.boolean(0.2):
+        target = {"kind": "llvm", "opt-level": ch.integer(0, 3)}
+        return Variant(target, "scheduled", schedule_seed=ch.integer(0, 2**31 - 1))
     if cuda and r < 20:
         return Variant({"kind": "cuda", "arch": "sm_90"}, "target")
     if r < 15:
@@ -188,7 +198,40 @@ def _base_pipeline(v: Variant, target):
     if v.pipeline == "passes":
         return tvm.transform.Sequential([getattr(relax.transform, p)() for p in v.passes]
                                         + [relax.pipeline.default_build_pipeline()])
+    if v.pipeline == "scheduled":
+        return tvm.transform.Sequential([relax.transform.LegalizeOps(),
+                                         _schedule_pass(v.schedule_seed or 0),
+                                         relax.pipeline.default_build_pipeline()])
     return "default"
+
+
+# The steps the last "scheduled" build applied (per process: one sandbox child builds one
+# case at a time), for the campaign's per-primitive statistics.
+LAST_SCHEDULE: list = []
+
+
+def _schedule_pass(seed: int):
+    import random
+
+    import tvm
+
+    from . import tir_schedule as TS
+
+    @tvm.transform.module_pass(opt_level=0, name="tvmfuzz.RandomSchedule")
+    def random_schedule(mod, ctx):
+        LAST_SCHEDULE.clear()
+        try:
+            new, applied = TS.random_schedule(mod, random.Random(seed), steps=4)
+        except BaseException as e:
+            # The step that crashed counts too (random_schedule attaches it).
+            step = getattr(e, "schedule_step", None)
+            LAST_SCHEDULE.extend(list(getattr(e, "schedule_applied", []))
+                                 + ([step] if step else []))
+            raise
+        LAST_SCHEDULE.extend(applied)
+        return new
+
+    return random_schedule
 
 
 def build(mod, v: Variant):

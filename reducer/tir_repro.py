@@ -1,0 +1,149 @@
+"""repro.py for a TIR case: a standalone script that needs only ``pip install apache-tvm numpy``.
+
+It embeds the PrimFunc's TVMScript, the schedule as TVM's own trace (``Schedule.trace``
+printed as Python, so no tvmfuzz code is needed to replay it), the TIR pass order, the target,
+the input arrays and, for wrong-result findings, the numpy reference's result; then it parses,
+schedules, builds, runs and says whether the failure happened again (exit 1) or not (exit 0).
+"""
+from __future__ import annotations
+
+import base64
+import io
+import json
+import zlib
+from typing import Optional
+
+import numpy as np
+
+HEADER = '''#!/usr/bin/env python3
+"""{title}
+
+Standalone reproducer written by tvmfuzz (TIR case). Needs: pip install {pip}
+Exit status: 1 when the failure reproduces, 0 when it does not.
+"""
+import base64, io, json, sys, zlib
+
+import numpy as np
+import tvm
+from tvm.script import tirx as T  # noqa: F401  (the parser binds T itself)
+
+SCRIPT = {script}
+CASE = json.loads({case})
+
+
+def arrays(blob):
+    return dict(np.load(io.BytesIO(zlib.decompress(base64.b64decode(blob)))))
+
+
+def main():
+    expect = CASE["expect"]
+    try:
+        mod = tvm.IRModule({{CASE["name"]: tvm.script.from_source(SCRIPT)}})
+'''
+
+BODY = '''        if expect["kind"] == "roundtrip":
+            # Print the parsed PrimFunc and parse the printed text back: it should parse, and
+            # to a structurally equal module.
+            again = tvm.script.from_source(mod.script())
+            if not isinstance(again, tvm.IRModule):
+                again = tvm.IRModule({CASE["name"]: again})
+            tvm.ir.assert_structural_equal(mod, again, map_free_vars=True)
+            print("print/parse round trip keeps the module: not reproduced")
+            return 0
+        if CASE["schedule"]:
+            sch = tvm.s_tir.Schedule(mod)
+            sch.work_on(CASE["name"])
+            exec(CASE["schedule"], {"sch": sch, "T": T, "tvm": tvm})   # TVM's trace, as printed
+            mod = sch.mod
+        target = tvm.target.Target(CASE["target"])
+        for name in CASE["passes"]:
+            ns, _, attr = name.rpartition(".")
+            mod = getattr({"tirx": tvm.tirx.transform, "s_tir": tvm.s_tir.transform}[ns],
+                          attr)()(mod)
+        lib = tvm.tirx.build(mod, target=target)
+        inputs = arrays(CASE["inputs"])
+        args = [tvm.runtime.tensor(inputs[n]) for n in CASE["params"]]
+        lib[CASE["name"]](*args)
+        got = {n: a.numpy() for n, a in zip(CASE["params"], args)}
+    except Exception as e:  # noqa: BLE001
+        first = (str(e).strip().splitlines() or [""])[0]
+        print(f"{type(e).__name__}: {first}")
+        same = expect["kind"] != "numeric" and expect["message"][:60].split(": ", 1)[-1] in str(e)
+        print("REPRODUCED" if same else "a different failure: expected " + expect["message"])
+        return 1 if same else 0
+    if expect["kind"] != "numeric":
+        print("built and ran without the expected failure: " + expect["message"])
+        return 0
+    want = arrays(CASE["expected"])
+    for n, w in want.items():
+        rtol, atol = CASE["tol"].get(n, [1e-4, 1e-4])
+        if not np.allclose(got[n].astype("float64"), w.astype("float64"), rtol=rtol, atol=atol,
+                           equal_nan=True):
+            bad = np.argwhere(~np.isclose(got[n].astype("float64"), w.astype("float64"),
+                                          rtol=rtol, atol=atol, equal_nan=True))[0]
+            print(f"REPRODUCED: {n}{list(bad)} got {got[n][tuple(bad)]} want {w[tuple(bad)]}")
+            return 1
+    print("results agree with the reference: not reproduced")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
+
+def _npz(arrays: dict) -> str:
+    buf = io.BytesIO()
+    np.savez(buf, **{k: np.asarray(v) for k, v in arrays.items()})
+    return base64.b64encode(zlib.compress(buf.getvalue(), 9)).decode()
+
+
+def schedule_trace(prog) -> str:
+    """The recorded schedule steps as the Python TVM's trace prints (run in the sandbox or
+    wherever TVM is importable). Empty when the case has no schedule."""
+    steps = (prog.meta.get("schedule") or {}).get("applied") or []
+    if not steps:
+        return ""
+    from fuzz.tir.build import materialize_tir
+    from worker import tir_schedule as TS
+
+    mod = materialize_tir(prog)
+    lines = []
+    for step in steps:
+        sch = TS._new_schedule(mod, step["func"])
+        try:
+            TS._do(TS._Ctx(sch, step), step)
+        finally:
+            lines += [ln for ln in sch.trace.as_python() if ln.strip()]
+        mod = TS._join(mod, {step["func"]: sch.mod})
+    return "\n".join(lines)
+
+
+def tir_repro_text(prog, script: str, outcome: dict, variant: Optional[dict] = None,
+                   trace: Optional[str] = None) -> str:
+    """``trace``: schedule_trace(prog), computed in the sandbox (it runs TVM)."""
+    from importlib import metadata
+
+    from fuzz.tir import reference as TR
+
+    variant = variant or (outcome.get("extra") or {}).get("variant") or {}
+    target = dict(variant.get("target") or {"kind": "llvm"})
+    target_str = " ".join([target.pop("kind", "llvm")] + [f"-{k}={v}" for k, v in target.items()])
+    inputs = TR.make_inputs(prog, prog.meta.get("seed") or 0)
+    case = {"name": prog.name, "params": [p.name for p in prog.params], "target": target_str,
+            "passes": list(variant.get("passes") or []), "inputs": _npz(inputs),
+            "expect": {k: outcome.get(k, "") for k in ("kind", "stage", "message", "signature")}}
+    case["schedule"] = trace or ""
+    if outcome.get("kind") == "numeric":
+        want = TR.run(prog, {k: a.copy() for k, a in inputs.items()})
+        case["expected"] = _npz(want)
+        case["tol"] = {p.name: list(TR.tolerance(prog, p.name)) for p in prog.params}
+    try:
+        ver = metadata.version("apache-tvm")
+    except metadata.PackageNotFoundError:
+        ver = ""
+    title = ("Reproducer: " + outcome.get("signature", "")).replace('"""', "'''")[:300]
+    text = script.split("\n\n\n", 1)[-1] if script.startswith("from tvm.script") else script
+    head = HEADER.format(title=title, pip=f"apache-tvm=={ver} numpy" if ver else "apache-tvm numpy",
+                         script=repr(text), case=repr(json.dumps(case)))
+    return head + BODY

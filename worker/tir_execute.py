@@ -1,0 +1,261 @@
+"""Compile and run one generated TIR PrimFunc (fuzz/tir) in this process, stage by stage.
+
+The TIR counterpart of worker/execute.compile_and_run, with the same Outcome and verdicts.
+Stages: render (model -> TVMScript text), parse, verify, schedule (random s_tir primitives,
+worker/tir_schedule.py), build (``tvm.tirx.build``, optionally after a random TIR pass order,
+worker/tir_passes.py), run, reference, compare, roundtrip.
+
+Near-valid programs carry ``meta["invalid"]`` (why the program is malformed, e.g. a 1-D buffer
+with ``axis_separators=[1]``). Refused at parse or by the verifier is the right answer
+("rejected"); accepted there and refused by a later pass is a finding of its own kind,
+``late_validation``, naming that pass (bug class 4 of the project's notes).
+"""
+from __future__ import annotations
+
+import random
+import time
+from typing import Optional
+
+import numpy as np
+
+from .execute import Outcome, _fail, pass_watch
+from .variants import Variant, tvm_target
+
+TIR_STAGES = ("render", "parse", "verify", "schedule", "passes", "build", "run", "reference",
+              "compare", "roundtrip")
+
+
+def tir_base_variant() -> Variant:
+    return Variant({"kind": "llvm"}, "tir")
+
+
+def run_tir_case(prog, variants: Optional[list] = None, input_seed: int = 0,
+                 roundtrip: bool = True) -> Outcome:
+    import tvm
+
+    from fuzz.tir import build as TB
+    from fuzz.tir import reference as TR
+    from fuzz.tir.render import TirRenderError
+
+    variants = [Variant.from_json(v) if isinstance(v, dict) else v
+                for v in (variants or [tir_base_variant()])]
+    t0 = time.perf_counter()
+    invalid_reason = prog.meta.get("invalid")
+    extra: dict = {}
+
+    def done(o: Outcome, v: Variant = variants[0]) -> Outcome:
+        o.seconds = time.perf_counter() - t0
+        o.target = v.label()
+        o.extra.setdefault("variant", v.to_json())
+        for k, val in extra.items():
+            o.extra.setdefault(k, val)
+        return o
+
+    try:
+        mod = TB.materialize_tir(prog)
+    except TirRenderError as e:
+        return done(_fail("render", e, "generator", "invalid"))
+    except Exception as e:  # noqa: BLE001
+        if invalid_reason:
+            # Refused at construction: the malformed buffer was caught where it should be.
+            return done(_fail("parse", e, kind="rejected", verdict="rejected"))
+        return done(_fail("parse", e, "generator", "invalid"))
+    try:
+        ok, why = TB.verify(mod)
+    except Exception as e:  # noqa: BLE001
+        return done(_fail("verify", e))
+    if not ok and invalid_reason:
+        return done(Outcome("rejected", "rejected", "verify", "", why or "verifier refuses"))
+    if not ok:
+        # A valid-by-construction function refused by the verifier; it is a finding only if
+        # the build then accepts and runs it (checked below, as for Relax).
+        extra["verifier"] = why
+
+    sched = prog.meta.get("schedule")
+    if sched:
+        try:
+            mod = _schedule(mod, sched, extra)
+        except _Refused as e:
+            return done(Outcome("invalid", "generator", "schedule", "StepRefused", str(e)))
+        except Exception as e:  # noqa: BLE001
+            step = getattr(e, "schedule_step", None)
+            if step is not None:   # the crashing step is kept, so a replay crashes the same way
+                extra["schedule"] = list(getattr(e, "schedule_applied", [])) + [step]
+            return done(_fail("schedule", e, extra={"failing_step": step}))
+
+    try:
+        inputs = TR.make_inputs(prog, input_seed)
+    except Exception as e:  # noqa: BLE001
+        return done(_fail("reference", e, "generator", "invalid"))
+    expected = None
+    first: Optional[tuple] = None
+    for v in variants:
+        watch = pass_watch(False)
+        try:
+            built = _build(mod, v, watch)
+        except _Noise as e:
+            return done(Outcome("rejected", "phase_ordering", "passes", "", str(e)), v)
+        except Exception as e:  # noqa: BLE001
+            from .tir_schedule import is_schedule_noise
+
+            if sched and is_schedule_noise(str(e)):
+                # A lowering precondition no primitive checks (nested parallel loops).
+                return done(_fail("build", e, kind="schedule_noise", verdict="rejected"), v)
+            if invalid_reason and ok:
+                return done(_fail("build", e, kind="late_validation",
+                                  extra={"failing_pass": watch.current or "codegen",
+                                         "invalid": invalid_reason}), v)
+            if not ok:
+                return done(_fail("build", e, kind="rejected", verdict="rejected"), v)
+            return done(_fail("build", e, extra={"failing_pass": watch.current or ""}), v)
+        if not v.runnable_here:
+            continue
+        try:
+            got = _run(built, prog, inputs)
+        except Exception as e:  # noqa: BLE001
+            if invalid_reason:
+                # The generated argument checks refused the malformed layout: caught in time.
+                return done(_fail("run", e, kind="rejected", verdict="rejected"), v)
+            return done(_fail("run", e), v)
+        if not ok:
+            return done(Outcome("fail", "verifier_build", "verify", "",
+                                "verifier-rejected PrimFunc builds and runs", "", extra["verifier"]),
+                        v)
+        if invalid_reason:
+            continue   # malformed on purpose: there is no reference to compare with
+        if expected is None:
+            try:
+                expected = TR.run(prog, {k: a.copy() for k, a in inputs.items()})
+            except Exception as e:  # noqa: BLE001
+                return done(_fail("reference", e, "generator", "invalid"))
+        exact = _exact(extra)
+        diff = TB.compare(prog, got, expected) if exact else None
+        if diff:
+            return done(Outcome("fail", "numeric", "compare", "", diff.split(";")[0], "", diff,
+                                extra={"numeric_key": _numeric_key(prog, diff, v, extra)}), v)
+        if first is not None and exact:
+            diff = TB.compare(prog, got, first[1])
+            if diff:
+                return done(Outcome("fail", "numeric", "compare", "",
+                                    f"differs from {first[0].label()}: " + diff.split(";")[0],
+                                    "", diff, extra={"versus": first[0].to_json(),
+                                                     "numeric_key": _numeric_key(
+                                                         prog, diff, v, extra, "vs variant")}),
+                            v)
+        else:
+            first = (v, got)
+    if roundtrip and ok and not invalid_reason:
+        rt = _roundtrip(mod)
+        if rt:
+            return done(Outcome("fail", "roundtrip", "roundtrip", rt[0], rt[1], "", rt[2]))
+    return done(Outcome("pass"))
+
+
+def _exact(extra: dict) -> bool:
+    from .tir_schedule import is_exact
+
+    return is_exact(extra.get("schedule") or [])
+
+
+def _numeric_key(prog, diff: str, v: Variant, extra: dict, versus: str = "") -> str:
+    """What names a TIR wrong result in its signature (the values do not): the dtype of the
+    buffer that differs, the last schedule primitive applied, a random TIR pass order."""
+    name = diff.split("[", 1)[0].split(":", 1)[0].strip()
+    dtype = next((b.dtype for b in list(prog.params) + prog.allocs() if b.name == name), "")
+    parts = ["tir", dtype]
+    steps = extra.get("schedule") or []
+    if steps:
+        parts.append(f"after {steps[-1].get('prim')}")
+    if v.passes:
+        parts.append("after a TIR pass order")
+    if versus:
+        parts.append(versus)
+    return " ".join(p for p in parts if p)
+
+
+class _Refused(Exception):
+    pass
+
+
+class _Noise(Exception):
+    """A random TIR pass order broke a pass's precondition: phase-ordering noise, not a bug."""
+
+
+def _schedule(mod, sched: dict, extra: dict):
+    """``{"seed": S, "steps": N}`` draws a random schedule (the steps applied are recorded in
+    ``extra["schedule"]`` so a finding can be replayed exactly); ``{"applied": [...]}``
+    replays recorded steps."""
+    from . import tir_schedule as TS
+
+    if "applied" in sched:
+        extra["schedule"] = list(sched["applied"])
+        try:
+            return TS.apply_schedule(mod, sched["applied"])
+        except TS.StepRefused as e:
+            raise _Refused(f"recorded schedule step no longer applies: {e}")
+    rng = random.Random(int(sched.get("seed", 0)))
+    new, applied = TS.random_schedule(mod, rng, steps=int(sched.get("steps", 6)))
+    extra["schedule"] = applied
+    return new
+
+
+def _build(mod, v: Variant, watch):
+    import tvm
+
+    from . import tir_passes as TP
+
+    target = tvm_target(v)
+    with tvm.transform.PassContext(opt_level=int(v.target.get("opt-level", 3)),
+                                   instruments=[watch]):
+        if v.passes:
+            try:
+                mod = TP.apply_passes(mod, v.passes, target)
+            except Exception as e:  # noqa: BLE001
+                if TP.is_phase_ordering_noise(str(e), order=v.passes):
+                    raise _Noise(str(e).strip().splitlines()[0][:300])
+                raise
+        return tvm.tirx.build(mod, target=target)
+
+
+def _run(built, prog, inputs: dict) -> dict:
+    import tvm
+
+    arrays = {p.name: tvm.runtime.tensor(inputs[p.name]) for p in prog.params
+              if p.name in inputs}
+    built[prog.name](*[arrays[p.name] for p in prog.params if p.name in arrays])
+    return {k: a.numpy() for k, a in arrays.items()}
+
+
+def _roundtrip(mod) -> Optional[tuple]:
+    import tvm
+
+    from fuzz.tir.build import first_line
+
+    try:
+        again = tvm.script.from_source(mod.script())
+    except Exception as e:  # noqa: BLE001
+        # The parser's first line is generic ("Program is not well-formed"); the line that
+        # names the problem is its "Traceback:" one, which first_line picks.
+        why = first_line(e).split(": ", 1)[-1]
+        return (type(e).__name__, "printed PrimFunc does not parse: " + why,
+                str(e).strip()[-2000:])
+    try:
+        if not isinstance(again, tvm.IRModule):
+            again = tvm.IRModule.from_expr(again)
+        tvm.ir.assert_structural_equal(mod, again, map_free_vars=True)
+    except ValueError as e:
+        return ("ValueError", "print/parse round trip changes the PrimFunc", str(e)[-2000:])
+    return None
+
+
+def random_tir_variant(rng: random.Random, passes_p: float = 0.3) -> Variant:
+    """Another opt level or CPU for llvm, sometimes after a random TIR pass order."""
+    from . import tir_passes as TP
+    from .variants import LLVM_CPUS
+
+    target = {"kind": "llvm", "opt-level": rng.randint(0, 3)}
+    cpu = rng.choice(LLVM_CPUS)
+    if cpu:
+        target["mcpu"] = cpu
+    passes = TP.random_pass_order(rng) if rng.random() < passes_p else []
+    return Variant(target, "tir", passes)
