@@ -54,3 +54,12 @@ def test_codegen_vm_signature_names_the_offending_op():
     mul = _o(msg, detail=msg + "\nOffending call:\nR.multiply(p1, p2)")
     assert "Op(relax.exp)" in signature(exp)
     assert signature(exp) != signature(mul)
+
+
+def test_access_paths_drop_the_function_name():
+    # 0.27 names the function in an access path, 0.26 does not: one bug, one signature.
+    a = normalize_message('Invalid use of undefined variable elem_offset at <root>.functions'
+                          '[I.GlobalVar("main")].body.block.body.seq[0].buffer.elem_offset.')
+    b = normalize_message("Invalid use of undefined variable elem_offset at "
+                          "<root>.body.block.body.seq[3].buffer.elem_offset.")
+    assert a == b and "GlobalVar" not in a

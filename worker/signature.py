@@ -19,6 +19,8 @@ _NUM = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w])")
 _NAME_NUM = re.compile(r"\b([A-Za-z_]+?)_?\d+\b")
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 _SPACES = re.compile(r"\s+")
+# Access paths name the function on 0.27 and not on 0.26: one bug, one signature on both.
+_ROOT_FUNC = re.compile(r'<root>\.functions\[I\.GlobalVar\("[^"]*"\)\]')
 # Argument lists whose length follows the tensor's rank: one bug, whatever the rank.
 _REPEATS = re.compile(r"\b(ax#|i#|j#|k#)(?:, \1)*")   # loop variables of a tensor access
 _TENSOR_LOAD = re.compile(r"tensor_load\((?:[^()]|\([^()]*\))*\)")
@@ -29,6 +31,7 @@ _OFFENDING = re.compile(r"Offending call:\s*R\.([\w.]+)\(")
 def normalize_message(msg: str) -> str:
     line = (msg or "").strip().splitlines()[0] if (msg or "").strip() else ""
     line = _reduce_op_reprs(line)
+    line = _ROOT_FUNC.sub("<root>", line)
     line = _TENSOR_LOAD.sub("tensor_load(...)", line)
     keep: list[str] = []
 
