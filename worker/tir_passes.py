@@ -111,6 +111,22 @@ def _literal(text: str):
         return text          # ThreadSync(shared.dyn): a bare word is a string
 
 
+class PassMissing(ValueError):
+    """This TVM release has no such pass (orders are drawn from 0.27's pipeline)."""
+
+
+def available(names: list[str]) -> tuple[list[str], list[str]]:
+    """(the passes of ``names`` this release has, the ones it lacks)."""
+    have, missing = [], []
+    for n in names:
+        try:
+            resolve_pass(n)
+            have.append(n)
+        except PassMissing:
+            missing.append(n)
+    return have, missing
+
+
 def resolve_pass(name: str):
     """The ``tvm.transform.Pass`` a name stands for: ``[tirx.|s_tir.]Ctor[(arg, ...)]``."""
     import tvm
@@ -120,14 +136,17 @@ def resolve_pass(name: str):
     if not m:
         raise ValueError(f"not a pass name: {name!r}")
     ns, ctor, args = m.groups()
-    spaces = {"tirx": [tirx.transform], "s_tir": [s_tir.transform]}.get(
+    # The named namespace first, then the other: passes moved between them across releases
+    # (0.25 has StmtSimplify only in tirx).
+    spaces = {"tirx": [tirx.transform, s_tir.transform],
+              "s_tir": [s_tir.transform, tirx.transform]}.get(
         ns, [tirx.transform, s_tir.transform])
     for space in spaces:
         f = getattr(space, ctor, None)
         if f is not None:
             break
     else:
-        raise ValueError(f"no pass {name!r} in tvm.tirx.transform / tvm.s_tir.transform")
+        raise PassMissing(f"no pass {name!r} in tvm.tirx.transform / tvm.s_tir.transform")
     argv = [_literal(a) for a in args.split(",")] if args and args.strip() else []
     p = f(*argv)
     if not isinstance(p, tvm.transform.Pass):

@@ -740,8 +740,18 @@ def _apply_step(fmod, step: dict, sch=None):
     new = sch.mod
     # A primitive that leaves ill-formed TIR (a variable defined twice, ...) is the finding,
     # not the next step, whose Schedule constructor would be the first to notice.
-    s_tir.analysis.verify_well_formed(new, assert_mode=True)
+    _verify(new)
     return new
+
+
+def _verify(mod) -> None:
+    """Raise when ``mod`` is ill-formed: s_tir's verifier knows blocks (0.27); 0.25 and 0.26
+    have only tirx's, which accepts blocks there."""
+    import tvm
+
+    analysis = getattr(getattr(tvm, "s_tir", None), "analysis", None)
+    fn = getattr(analysis, "verify_well_formed", None) or tvm.tirx.analysis.verify_well_formed
+    fn(mod, assert_mode=True)
 
 
 def _first_line(msg: str) -> str:
