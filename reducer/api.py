@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from fuzz.model import Program
-from worker.script_guard import UnsafeScript, check_script, comment_imports
+from worker.script_guard import comment_imports, user_script_problem
 
 from . import model_passes as MP
 from .ddmin import Cancelled, Driver
@@ -90,13 +90,9 @@ def _bucket_case(bucket_id: str, corpus_dir: Optional[Path]) -> Program:
 
 def check_user_script(text: str, where: str = "input") -> None:
     """Refuse text that is not Python or uses Python outside TVMScript, before any parse."""
-    try:
-        check_script(text)
-    except SyntaxError as e:
-        raise ReduceError(f"{where} is not TVMScript (Python syntax error, line {e.lineno})")
-    except UnsafeScript as e:
-        raise ReduceError(f"{where} refused: it uses Python outside TVMScript ({e}); "
-                          "nothing in it was run")
+    problem = user_script_problem(text, where)
+    if problem:
+        raise ReduceError(problem)
 
 
 # --- the checks before reducing -------------------------------------------------------------

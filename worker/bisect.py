@@ -29,7 +29,7 @@ from fuzz.model import Program
 
 from .releases import Release, all_releases
 from .sandbox_runner import outcome_from_result
-from .script_guard import UnsafeScript, check_script, comment_imports
+from .script_guard import comment_imports, user_script_problem
 
 
 class BisectError(Exception):
@@ -94,13 +94,9 @@ def load_subject(spec: str, corpus_dir: Optional[str] = None) -> Subject:
             raise BisectError(f"{spec} is not a tvmfuzz case (program-model JSON): {e}")
         return Subject(str(path), case_job(prog), _stored_signature(path), case_dir)
     text = comment_imports(text)   # as replay does: TVMScript binds I, R, T itself
-    try:
-        check_script(text)
-    except SyntaxError as e:
-        raise BisectError(f"{spec} is not TVMScript (Python syntax error, line {e.lineno})")
-    except UnsafeScript as e:
-        raise BisectError(f"{spec} refused: it uses Python outside TVMScript ({e}); nothing in "
-                          "it was run")
+    problem = user_script_problem(text, spec)
+    if problem:
+        raise BisectError(problem)
     return Subject(str(path), script_job(text), "", case_dir, "script")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import Optional
 
 # Roots a call or attribute chain may start from: the TVMScript namespaces.
 ROOTS = {"R", "T", "I", "tvm", "metadata"}
@@ -72,3 +73,15 @@ def check_script(text: str) -> None:
         if isinstance(node, ast.Constant) and isinstance(node.value, str) \
                 and "__" in node.value:
             raise UnsafeScript(f"{where}: string {node.value[:40]!r} is not allowed")
+
+
+def user_script_problem(text: str, where: str = "input") -> Optional[str]:
+    """Why ``text`` may not be parsed (not Python, or Python outside TVMScript), as one line
+    for the user; None when it may (in the sandbox only)."""
+    try:
+        check_script(text)
+    except SyntaxError as e:
+        return f"{where} is not TVMScript (Python syntax error, line {e.lineno})"
+    except UnsafeScript as e:
+        return f"{where} refused: it uses Python outside TVMScript ({e}); nothing in it was run"
+    return None

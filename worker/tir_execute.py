@@ -17,8 +17,6 @@ import re
 import time
 from typing import Optional
 
-import numpy as np
-
 from .execute import Outcome, _fail, pass_watch
 from .variants import Variant, tvm_target
 
@@ -32,8 +30,6 @@ def tir_base_variant() -> Variant:
 
 def run_tir_case(prog, variants: Optional[list] = None, input_seed: int = 0,
                  roundtrip: bool = True) -> Outcome:
-    import tvm
-
     from fuzz.tir import build as TB
     from fuzz.tir import reference as TR
     from fuzz.tir.render import TirRenderError

@@ -457,16 +457,23 @@ def _reduction_blocks(sch, blocks):
     return [b for b in blocks if _is_reduction(sch, sch.get_sblock(b))]
 
 
-def _g_decompose_reduction(sch, rng, blocks, kind):
+def _pick_reduction(sch, rng, blocks):
+    """(block name, its handle, its loop count, its reduction loops) of a random reduction
+    block with loops, or None."""
     red = _reduction_blocks(sch, blocks)
     if not red:
         return None
     b = rng.choice(red)
     rv = sch.get_sblock(b)
     n = len(sch.get_loops(rv))
-    if not n:
+    return (b, rv, n, _reduction_loops(sch, rv)) if n else None
+
+
+def _g_decompose_reduction(sch, rng, blocks, kind):
+    picked = _pick_reduction(sch, rng, blocks)
+    if picked is None:
         return None
-    cands = _reduction_loops(sch, rv)
+    b, rv, n, cands = picked
     # decompose at (or above) the first reduction loop is what applies; sometimes anywhere
     i = min(cands) if cands and rng.random() < 0.6 else rng.randrange(n)
     if cands and rng.random() < 0.3:
@@ -475,15 +482,10 @@ def _g_decompose_reduction(sch, rng, blocks, kind):
 
 
 def _g_rfactor(sch, rng, blocks, kind):
-    red = _reduction_blocks(sch, blocks)
-    if not red:
+    picked = _pick_reduction(sch, rng, blocks)
+    if picked is None:
         return None
-    b = rng.choice(red)
-    rv = sch.get_sblock(b)
-    n = len(sch.get_loops(rv))
-    if not n:
-        return None
-    cands = _reduction_loops(sch, rv)
+    b, rv, n, cands = picked
     i = rng.choice(cands) if cands and rng.random() < 0.85 else rng.randrange(n)
     writes = sch.get(rv).writes
     rank = len(_src(writes[0]).shape) if writes else 0
