@@ -317,3 +317,41 @@ def test_bisect_error_rows(tmp_path):
                 "error_type": "InternalError", "message": "CodeGenVM", "signature": "rejected | x"}
     row = _judge([rejected], out["signature"])
     assert row["verdict"] == "absent" and "both refuse" in row["message"]
+
+
+def _axis_separators_case():
+    """Bug class 4: a 1-D buffer declared with axis_separators=[1] (malformed: a separator
+    must lie inside the buffer's dims), with an unrelated loop the reducer must remove."""
+    from fuzz.tir import model as M
+
+    a = M.BufDecl("A", [16], "float32", how="match_buffer", axis_separators=[1])
+    b = M.BufDecl("B", [16], "float32")
+    c = M.BufDecl("C", [4], "int32")
+    body = [M.For("i", 16, "serial", [M.Store("B", [M.var("i")], M.binop(
+                "+", M.load("A", [M.var("i")]), M.const("float32", 1.0)))]),
+            M.For("j", 4, "parallel", [M.Store("C", [M.var("j")], M.var("j"))])]
+    return M.TirProgram("main", [a, b, c], body, {
+        "seed": 0, "mode": "near-valid", "invalid": "A: 1-D buffer with axis_separators=[1]",
+        "variants": [{"target": {"kind": "llvm"}, "pipeline": "tir"}]})
+
+
+@pytest.mark.release
+def test_axis_separators_late_validation_on_025_reduced_and_bisected(home, tmp_path):
+    case = tmp_path / "case.json"
+    case.write_text(_axis_separators_case().dumps())
+    out = tmp_path / "red"
+    r = tvmfuzz("reduce", case, "--env", "0.25.0", "--out", out, home=home, timeout=900)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    outcome = json.loads((out / "outcome.json").read_text())
+    assert outcome["kind"] == "late_validation", outcome["signature"]
+    assert "flat 1-d buffers" in outcome["message"]
+    text = (out / "case.py").read_text()
+    assert "axis_separators=[1]" in text and "C[" not in text
+    report = (out / "report.md").read_text()
+    assert report.startswith("# [Bug][TIR]") and "apache-tvm 0.25.0" in report
+    # Only 0.25 has axis_separators: the later releases cannot even express the case.
+    r = tvmfuzz("bisect", out, "--format", "json", home=home, timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = _verdicts(json.loads(r.stdout))
+    assert got["0.25.0"] == "present" and got["0.26.0"] != "present" and got[DEFAULT] != "present"
+    assert "0.25.0" in (out / "report.md").read_text().split("Affected versions")[1]
