@@ -19,7 +19,7 @@ HEADER = '''#!/usr/bin/env python3
 """{title}
 
 Standalone reproducer written by tvmfuzz (TIR case). Needs: pip install {pip}
-Exit status: 1 when the failure reproduces, 0 when it does not.
+Exit status: 1 when the failure reproduces, 0 when it does not, 2 when it fails differently.
 """
 import base64, io, json, sys, zlib
 
@@ -70,7 +70,7 @@ BODY = '''        if expect["kind"] == "roundtrip":
         print(f"{type(e).__name__}: {first}")
         same = expect["kind"] != "numeric" and expect["message"][:60].split(": ", 1)[-1] in str(e)
         print("REPRODUCED" if same else "a different failure: expected " + expect["message"])
-        return 1 if same else 0
+        return 1 if same else 2
     if expect["kind"] != "numeric":
         print("built and ran without the expected failure: " + expect["message"])
         return 0
