@@ -55,6 +55,10 @@ BODY = '''        if expect["kind"] == "roundtrip":
             sch.work_on(CASE["name"])
             exec(CASE["schedule"], {"sch": sch, "T": T, "tvm": tvm})   # TVM's trace, as printed
             mod = sch.mod
+            # The schedule must leave well-formed TIR (s_tir's verifier knows blocks; 0.25 and
+            # 0.26 have only tirx's).
+            check = getattr(getattr(tvm.s_tir, "analysis", None), "verify_well_formed", None)
+            (check or tvm.tirx.analysis.verify_well_formed)(mod, True)
         target = tvm.target.Target(CASE["target"])
         for name in CASE["passes"]:
             ns, _, attr = name.rpartition(".")

@@ -355,3 +355,34 @@ def test_axis_separators_late_validation_on_025_reduced_and_bisected(home, tmp_p
     got = _verdicts(json.loads(r.stdout))
     assert got["0.25.0"] == "present" and got["0.26.0"] != "present" and got[DEFAULT] != "present"
     assert "0.25.0" in (out / "report.md").read_text().split("Affected versions")[1]
+
+
+def _cache_write_case():
+    """A TIR finding from a 0.27 campaign (seed 70166, reduced): cache_write of a block writing
+    a decl_buffer leaves the buffer defined twice on 0.27; 0.25 and 0.26 schedule, build and
+    run it (checked by hand with the reduced case's repro.py under each release)."""
+    from fuzz.tir import model as M
+
+    t2 = M.BufDecl("t2", [1], "float32", how="alloc")
+    block = M.Block("b6", [M.IterVar("v4", "S", 1, M.const("int32", 0))], None,
+                    [M.Store("t2", [M.var("v4")], M.const("float32", 0.5))])
+    return M.TirProgram("main", [M.BufDecl("p1", [33], "uint8")],
+                        [M.Alloc(t2, "decl_buffer"), block], {
+                            "seed": 70166, "mode": "valid", "inputs": {"p1": {"lo": 0, "hi": 8, "q": 0}},
+                            "variants": [{"target": {"kind": "llvm"}, "pipeline": "tir"}],
+                            "schedule": {"applied": [{"func": "main", "prim": "cache_write",
+                                                      "block": "b6", "buffer_index": 0,
+                                                      "scope": "local"}]}})
+
+
+@pytest.mark.release
+def test_tir_finding_from_027_bisects_present_absent(home, tmp_path):
+    case = tmp_path / "case.json"
+    case.write_text(_cache_write_case().dumps())
+    out = tmp_path / "rep"
+    r = tvmfuzz("report", case, "--out", out, home=home, timeout=900)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    got = _verdicts(json.loads((out / "bisect.json").read_text()))
+    assert got == {DEFAULT: "present", "0.26.0": "absent", "0.25.0": "absent"}
+    affected = (out / "report.md").read_text().split("### Affected versions")[1]
+    assert _row("0.26.0") + "absent" in affected and _row(DEFAULT) + "present" in affected

@@ -239,3 +239,13 @@ def test_valid_programs_build_and_agree_with_the_reference():
 def test_verify_names_the_check_it_ran():
     ok, msg = B.verify(B.materialize_tir(generate_tir(0)))
     assert ok and "verify_well_formed" in msg
+
+
+def test_copy_is_deep():
+    from fuzz.tir.generate import generate_tir
+
+    p = generate_tir(5)
+    p.meta["schedule"] = {"applied": [{"prim": "split"}]}
+    q = p.copy()
+    q.meta["schedule"]["applied"].clear()
+    assert p.meta["schedule"]["applied"] == [{"prim": "split"}]

@@ -56,6 +56,12 @@ def run_tir_case(prog, variants: Optional[list] = None, input_seed: int = 0,
         if invalid_reason:
             # Refused at construction: the malformed buffer was caught where it should be.
             return done(_fail("parse", e, kind="rejected", verdict="rejected"))
+        if TB.known_bug(prog, TB.first_line(e)):
+            # TVM's parser refusing what it prints itself (fuzz/tir/build.known_bug): a bug,
+            # named by the parser's "Traceback:" line (its first line is generic).
+            o = _fail("parse", e)
+            o.message = TB.first_line(e)
+            return done(o)
         return done(_fail("parse", e, "generator", "invalid"))
     try:
         ok, why = TB.verify(mod)
@@ -75,9 +81,11 @@ def run_tir_case(prog, variants: Optional[list] = None, input_seed: int = 0,
         except _Refused as e:
             return done(Outcome("invalid", "generator", "schedule", "StepRefused", str(e)))
         except Exception as e:  # noqa: BLE001
-            step = getattr(e, "schedule_step", None)
+            from .tir_schedule import failed_step
+
+            step, before = failed_step(e)
             if step is not None:   # the crashing step is kept, so a replay crashes the same way
-                extra["schedule"] = list(getattr(e, "schedule_applied", [])) + [step]
+                extra["schedule"] = before + [step]
             return done(_fail("schedule", e, extra={"failing_step": step}))
 
     try:

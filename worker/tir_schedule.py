@@ -761,13 +761,27 @@ def _first_line(msg: str) -> str:
     return line.removeprefix("ScheduleError: ").strip()[:200]
 
 
+# The step that raised last and the steps before it, for exceptions that take no attributes
+# (TVM's own error classes); see failed_step.
+_LAST_FAILURE: list = [None, []]
+
+
 def _attach(e: BaseException, step: dict, applied: list[dict]) -> None:
+    _LAST_FAILURE[:] = [step, list(applied)]
     try:
         e.schedule_step = step
         e.schedule_applied = list(applied)
         e.add_note(f"tvmfuzz schedule step: {json.dumps(step)}")
     except Exception:  # noqa: BLE001  (an exception type that takes no attributes)
         pass
+
+
+def failed_step(e: BaseException) -> tuple:
+    """(the step that raised ``e``, the steps applied before it); (None, []) when unknown."""
+    step = getattr(e, "schedule_step", None)
+    if step is not None:
+        return step, list(getattr(e, "schedule_applied", []))
+    return _LAST_FAILURE[0], list(_LAST_FAILURE[1])
 
 
 def _split(mod) -> dict:

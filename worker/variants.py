@@ -224,9 +224,8 @@ def _schedule_pass(seed: int):
             new, applied = TS.random_schedule(mod, random.Random(seed), steps=4)
         except BaseException as e:
             # The step that crashed counts too (random_schedule attaches it).
-            step = getattr(e, "schedule_step", None)
-            LAST_SCHEDULE.extend(list(getattr(e, "schedule_applied", []))
-                                 + ([step] if step else []))
+            step, before = TS.failed_step(e)
+            LAST_SCHEDULE.extend(before + ([step] if step else []))
             raise
         LAST_SCHEDULE.extend(applied)
         return new

@@ -203,7 +203,8 @@ class TirProgram:
         return hashlib.sha256(canon.encode()).hexdigest()
 
     def copy(self) -> "TirProgram":
-        return TirProgram.from_json(self.to_json())
+        """A deep copy: meta's nested dicts (variants, schedule) are not shared."""
+        return TirProgram.loads(self.dumps())
 
     def param(self, name: str) -> BufDecl:
         for p in self.params:
