@@ -119,3 +119,31 @@ def test_reduce_tir_case_and_repro(tmp_path):
     rp = subprocess.run([sys.executable, str(out / "repro.py")], capture_output=True, text=True,
                         timeout=300)
     assert rp.returncode == 1 and "REPRODUCED" in rp.stdout, rp.stdout + rp.stderr
+
+
+def test_call_tir_variant_runs_the_primfunc_from_relax(runner):
+    from worker.variants import Variant
+
+    via_relax = Variant({"kind": "llvm"}, "call_tir").to_json()
+    for seed in (32, 33, 37):
+        prog = make_case(seed, "valid", ir=("tir",), schedules=False)
+        prog.meta["variants"] = [via_relax]
+        out = runner(prog)
+        assert out["verdict"] == "pass", (seed, out["signature"])
+        assert out["extra"]["variant"]["pipeline"] == "call_tir"
+
+
+def test_call_tir_needs_destination_passing_style():
+    from fuzz.tir import reference as TR
+    from worker.tir_execute import call_tir_outputs
+
+    a, b = M.BufDecl("A", [4], "float32"), M.BufDecl("B", [4], "float32")
+    i = M.var("i")
+    writes = M.TirProgram("main", [a, b], [M.For("i", 4, "serial", [
+        M.Store("B", [i], M.binop("+", M.load("A", [i]), M.const("float32", 1.0)))])],
+        {"outputs": ["B"], "inputs": {}})
+    assert call_tir_outputs(writes, TR.make_inputs(writes, 0)) == ["B"]
+    # B's result depends on its initial contents: call_tir's fresh outputs cannot do that.
+    accumulates = writes.copy()
+    accumulates.body[0].body[0].value = M.binop("+", M.load("B", [i]), M.load("A", [i]))
+    assert call_tir_outputs(accumulates, TR.make_inputs(accumulates, 0)) is None

@@ -95,9 +95,14 @@ def run_tir_case(prog, variants: Optional[list] = None, input_seed: int = 0,
     expected = None
     first: Optional[tuple] = None
     for v in variants:
+        if v.pipeline == "call_tir":
+            outs = call_tir_outputs(prog, inputs)
+            if outs is None:
+                continue   # not in destination-passing style: call_tir cannot express it
         watch = pass_watch(False)
         try:
-            built = _build(mod, v, watch, extra)
+            built = (_build_call_tir(mod, prog, outs, v, watch) if v.pipeline == "call_tir"
+                     else _build(mod, v, watch, extra))
         except _Noise as e:
             return done(Outcome("rejected", "phase_ordering", "passes", "", str(e)), v)
         except Exception as e:  # noqa: BLE001
@@ -116,7 +121,8 @@ def run_tir_case(prog, variants: Optional[list] = None, input_seed: int = 0,
         if not v.runnable_here:
             continue
         try:
-            got = _run(built, prog, inputs)
+            got = (_run_call_tir(built, prog, inputs, outs) if v.pipeline == "call_tir"
+                   else _run(built, prog, inputs))
         except Exception as e:  # noqa: BLE001
             if invalid_reason:
                 # The generated argument checks refused the malformed layout: caught in time.
@@ -225,6 +231,87 @@ def _build(mod, v: Variant, watch, extra: dict):
         return tvm.tirx.build(mod, target=target)
 
 
+def call_tir_outputs(prog, inputs: dict) -> Optional[list]:
+    """The output parameters when ``prog`` can be called through ``R.call_tir``: its outputs
+    are its last parameters, it never writes an input, and its outputs do not depend on their
+    initial contents (call_tir hands it fresh, uninitialized tensors). Checked on the numpy
+    interpreter: run twice with different initial outputs. None when it cannot."""
+    from fuzz.tir import reference as TR
+
+    outs = list(prog.meta.get("outputs") or [])
+    names = [p.name for p in prog.params]
+    if not outs or names[len(names) - len(outs):] != outs or prog.meta.get("invalid"):
+        return None
+    if any(p.how == "match_buffer" and p.elem_offset not in (None, "sym") or
+           p.strides not in (None, "sym") for p in prog.params):
+        return None   # call_tir allocates compact, unoffset tensors
+    try:
+        first = TR.run(prog, {k: a.copy() for k, a in inputs.items()})
+        other = {k: (a.copy() if k not in outs else _scramble(a)) for k, a in inputs.items()}
+        second = TR.run(prog, other)
+    except Exception:  # noqa: BLE001
+        return None
+    for k, a in inputs.items():
+        if k not in outs and not _same(first[k], a):
+            return None   # writes an input
+    if not all(_same(first[k], second[k]) for k in outs):
+        return None       # reads an output before writing it
+    return outs
+
+
+def _scramble(a):
+    import numpy as np
+
+    if a.dtype == bool:
+        return ~a
+    return (a + np.ones_like(a)).astype(a.dtype)
+
+
+def _same(a, b) -> bool:
+    import numpy as np
+
+    return a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=True))
+
+
+def _build_call_tir(mod, prog, outs: list, v: Variant, watch):
+    """A Relax ``main`` that calls the PrimFunc with ``R.call_tir``, built by relax.build."""
+    import tvm
+    from tvm import relax
+
+    from fuzz import compat
+
+    bb = relax.BlockBuilder()
+    gv = bb.add_func(mod[prog.name].without_attr("global_symbol"), prog.name)
+    ins = [p for p in prog.params if p.name not in outs]
+    params = [relax.Var(p.name, compat.tensor_type([int(d) for d in p.shape], p.dtype))
+              for p in ins]
+    out_tys = [compat.tensor_type(list(prog.param(o).shape), prog.param(o).dtype) for o in outs]
+    with bb.function("main", params):
+        with bb.dataflow():
+            res = bb.emit(compat.call_tir(gv, params, out_tys if len(outs) > 1 else out_tys[0]))
+            res = bb.emit_output(res)
+        bb.emit_func_output(res)
+    target = tvm_target(v)
+    with tvm.transform.PassContext(opt_level=int(v.target.get("opt-level", 3)),
+                                   instruments=[watch]):
+        return relax.build(bb.get(), target)
+
+
+def _run_call_tir(built, prog, inputs: dict, outs: list) -> dict:
+    import tvm
+    from tvm import relax
+
+    from fuzz import compat
+
+    vm = relax.VirtualMachine(built, tvm.cpu())
+    args = [compat.tensor(inputs[p.name]) for p in prog.params if p.name not in outs]
+    res = vm["main"](*args)
+    res = [res] if len(outs) == 1 else list(res)
+    got = {k: a for k, a in inputs.items() if k not in outs}
+    got.update({k: r.numpy() for k, r in zip(outs, res)})
+    return got
+
+
 def _run(built, prog, inputs: dict) -> dict:
     import tvm
 
@@ -260,8 +347,10 @@ def _roundtrip(mod) -> Optional[tuple]:
     return None
 
 
-def random_tir_variant(rng: random.Random, passes_p: float = 0.3) -> Variant:
-    """Another opt level or CPU for llvm, sometimes after a random TIR pass order."""
+def random_tir_variant(rng: random.Random, passes_p: float = 0.3,
+                       call_tir_p: float = 0.25) -> Variant:
+    """Another opt level or CPU for llvm, sometimes after a random TIR pass order, sometimes
+    through Relax's call_tir."""
     from . import tir_passes as TP
     from .variants import LLVM_CPUS
 
@@ -269,5 +358,8 @@ def random_tir_variant(rng: random.Random, passes_p: float = 0.3) -> Variant:
     cpu = rng.choice(LLVM_CPUS)
     if cpu:
         target["mcpu"] = cpu
+    if rng.random() < call_tir_p:
+        # The same PrimFunc called from a Relax function (R.call_tir), built by relax.build.
+        return Variant(target, "call_tir")
     passes = TP.random_pass_order(rng) if rng.random() < passes_p else []
     return Variant(target, "tir", passes)
