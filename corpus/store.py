@@ -572,6 +572,22 @@ class Corpus:
 
 # --- reports (the text the ``findings`` and ``show`` commands print) ------------------------
 
+def representative(bucket_id: str, corpus_dir=None) -> dict:
+    """A bucket (an id or a unique prefix of one) whose representative case file exists, for a
+    command given a bucket id instead of a file; CorpusError with a one-line reason if not."""
+    where = corpus_dir or DEFAULT_CORPUS
+    try:
+        with Corpus(Path(where), create=False) as c:
+            b = c.bucket(bucket_id)
+    except KeyError as e:   # UnknownBucket
+        raise CorpusError(f"{bucket_id}: no such file, and {e}")
+    except CorpusError as e:
+        raise CorpusError(f"{bucket_id}: no such file (and no corpus to look it up in: {e})")
+    if not b.get("case"):
+        raise CorpusError(f"bucket {b['id']}: its representative case file is missing")
+    return b
+
+
 def _rate(b: dict) -> str:
     r = b.get("reproduction_rate")
     return "-" if r is None else f"{b['reproduced']}/{b['replays']}"

@@ -73,19 +73,12 @@ def load_input(spec: str, corpus_dir: Optional[Path] = None) -> tuple[str, Any, 
 
 def _bucket_case(bucket_id: str, corpus_dir: Optional[Path]) -> Program:
     """The representative case of a corpus bucket (an id or a unique prefix of one)."""
-    from corpus import Corpus, CorpusError
+    from corpus import CorpusError, representative
 
-    where = corpus_dir or "runs/corpus"
     try:
-        with Corpus(where, create=False) as c:
-            b = c.bucket(bucket_id)
-    except KeyError as e:   # UnknownBucket
-        raise ReduceError(f"{bucket_id}: no such file, and {e}")
+        return Program.from_json(representative(bucket_id, corpus_dir)["case"])
     except CorpusError as e:
-        raise ReduceError(f"{bucket_id}: no such file (and no corpus to look it up in: {e})")
-    if not b.get("case"):
-        raise ReduceError(f"bucket {b['id']}: its representative case file is missing")
-    return Program.from_json(b["case"])
+        raise ReduceError(str(e))
 
 
 def check_user_script(text: str, where: str = "input") -> None:

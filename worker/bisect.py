@@ -118,18 +118,12 @@ def _stored_signature(path: Path) -> str:
 
 
 def _bucket_subject(spec: str, corpus_dir: Optional[str]) -> Subject:
-    from corpus import Corpus, CorpusError
+    from corpus import CorpusError, representative
 
-    where = corpus_dir or "runs/corpus"
     try:
-        with Corpus(Path(where), create=False) as c:
-            b = c.bucket(spec)
-    except KeyError as e:   # UnknownBucket
-        raise BisectError(f"{spec}: no such file, and {e}")
+        b = representative(spec, corpus_dir)
     except CorpusError as e:
-        raise BisectError(f"{spec}: no such file (and no corpus to look it up in: {e})")
-    if not b.get("case"):
-        raise BisectError(f"bucket {b['id']}: its representative case file is missing")
+        raise BisectError(str(e))
     return Subject(f"bucket {b['id']}", case_job(Program.from_json(b["case"])),
                    b.get("signature", ""))
 

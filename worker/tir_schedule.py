@@ -585,24 +585,30 @@ def _g_transform_layout(sch, rng, blocks, kind):
     return {"prim": "transform_layout", "block": b, "buffer": [which, i], "map": m}
 
 
-def _g_transform_block_layout(sch, rng, blocks, kind):
+def _iter_var_permutation(sch, rng, blocks):
+    """(a random block with 2+ iteration variables, a random permutation of them), or None."""
     b = rng.choice(blocks)
     n = len(sch.get(sch.get_sblock(b)).iter_vars)
     if n < 2:
         return None
     perm = list(range(n))
     rng.shuffle(perm)
-    return {"prim": "transform_block_layout", "block": b, "map": {"kind": "permute", "perm": perm}}
+    return b, perm
+
+
+def _g_transform_block_layout(sch, rng, blocks, kind):
+    picked = _iter_var_permutation(sch, rng, blocks)
+    if picked is None:
+        return None
+    return {"prim": "transform_block_layout", "block": picked[0],
+            "map": {"kind": "permute", "perm": picked[1]}}
 
 
 def _g_reorder_block_iter_var(sch, rng, blocks, kind):
-    b = rng.choice(blocks)
-    n = len(sch.get(sch.get_sblock(b)).iter_vars)
-    if n < 2:
+    picked = _iter_var_permutation(sch, rng, blocks)
+    if picked is None:
         return None
-    perm = list(range(n))
-    rng.shuffle(perm)
-    return {"prim": "reorder_block_iter_var", "block": b, "order": perm}
+    return {"prim": "reorder_block_iter_var", "block": picked[0], "order": picked[1]}
 
 
 def _g_add_unit_loop(sch, rng, blocks, kind):
