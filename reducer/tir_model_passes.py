@@ -78,6 +78,22 @@ def _container(body: list, path: tuple) -> tuple[list, int]:
     return lst, path[-1]
 
 
+def _paths_where(prog, keep) -> list[list]:
+    """The paths (as JSON lists) of the statements for which ``keep(stmt)`` holds."""
+    out = []
+    for p in stmt_paths(prog.body):
+        lst, i = _container(prog.body, p)
+        if keep(lst[i]):
+            out.append(list(p))
+    return out
+
+
+def _outermost(chosen: list) -> list[tuple]:
+    """The chosen paths that are not under another chosen one (an edit takes its subtree)."""
+    paths = [tuple(c) for c in chosen]
+    return [p for p in paths if not any(q != p and p[:len(q)] == q for q in paths)]
+
+
 def _replace_at(body: list, edits: dict) -> None:
     """Apply {path: [replacement statements]} deepest-last-first so indices stay valid."""
     for path in sorted(edits, key=lambda p: (len(p), p), reverse=True):
@@ -205,13 +221,11 @@ class RemoveStmts(TirPass):
     name = "tir-remove-stmts"
 
     def targets(self, prog):
-        return [list(p) for p in stmt_paths(prog.body)]
+        return _paths_where(prog, lambda s: True)
 
     def edit(self, prog, chosen):
-        paths = [tuple(c) for c in chosen]
         # A statement under a removed one goes with it.
-        top = [p for p in paths if not any(q != p and p[:len(q)] == q for q in paths)]
-        _replace_at(prog.body, {p: [] for p in top})
+        _replace_at(prog.body, {p: [] for p in _outermost(chosen)})
         return bool(prog.body)
 
 
@@ -221,18 +235,11 @@ class Unwrap(TirPass):
     name = "tir-unwrap"
 
     def targets(self, prog):
-        out = []
-        for p in stmt_paths(prog.body):
-            lst, i = _container(prog.body, p)
-            if isinstance(lst[i], (M.For, M.If, M.Let, M.Block)):
-                out.append(list(p))
-        return out
+        return _paths_where(prog, lambda s: isinstance(s, (M.For, M.If, M.Let, M.Block)))
 
     def edit(self, prog, chosen):
-        paths = [tuple(c) for c in chosen]
-        top = [p for p in paths if not any(q != p and p[:len(q)] == q for q in paths)]
         edits = {}
-        for p in top:
+        for p in _outermost(chosen):
             lst, i = _container(prog.body, p)
             s = lst[i]
             if isinstance(s, M.For):
@@ -268,8 +275,9 @@ class DropBufferAttrs(TirPass):
         out = []
         for b in self._bufs(prog):
             for attr, default in self.DEFAULTS:
-                if getattr(b, attr) not in (default, [], None) or (
-                        default is not None and getattr(b, attr) != default):
+                value = getattr(b, attr)
+                # An empty list stands for "none" where the default is None.
+                if value != default and (default is not None or value != []):
                     out.append([b.name, attr])
             if b.how == "match_buffer":
                 out.append([b.name, "how"])
@@ -291,13 +299,7 @@ class SimplifyValues(TirPass):
     name = "tir-simplify-values"
 
     def targets(self, prog):
-        out = []
-        for p in stmt_paths(prog.body):
-            lst, i = _container(prog.body, p)
-            s = lst[i]
-            if isinstance(s, M.Store) and s.value[0] != "const":
-                out.append(list(p))
-        return out
+        return _paths_where(prog, lambda s: isinstance(s, M.Store) and s.value[0] != "const")
 
     def edit(self, prog, chosen):
         dtypes = {b.name: b.dtype for b in list(prog.params) + prog.allocs()}
@@ -318,12 +320,7 @@ class ShrinkExtents(TirPass):
     name = "tir-shrink-extents"
 
     def targets(self, prog):
-        out = []
-        for p in stmt_paths(prog.body):
-            lst, i = _container(prog.body, p)
-            if isinstance(lst[i], M.For) and lst[i].extent > 1:
-                out.append(list(p))
-        return out
+        return _paths_where(prog, lambda s: isinstance(s, M.For) and s.extent > 1)
 
     def edit(self, prog, chosen):
         for c in chosen:
@@ -360,7 +357,7 @@ def size_key(prog) -> tuple:
     vs = prog.meta.get("variants") or []
     variants = len(vs) + sum(len(v.get("passes") or []) for v in vs)
     exprs = sum(_expr_size(s) for s in M.walk(prog.body))
-    attrs = sum(len(DropBufferAttrs().targets(prog)) for _ in [0])
+    attrs = len(DropBufferAttrs().targets(prog))
     extents = sum(s.extent for s in M.walk(prog.body) if isinstance(s, M.For))
     return (stmts, len(prog.params), steps, variants, attrs, exprs, extents)
 

@@ -109,18 +109,9 @@ def schedule_trace(prog) -> str:
     if not steps:
         return ""
     from fuzz.tir.build import materialize_tir
-    from worker import tir_schedule as TS
+    from worker.tir_schedule import trace_lines
 
-    mod = materialize_tir(prog)
-    lines = []
-    for step in steps:
-        sch = TS._new_schedule(mod, step["func"])
-        try:
-            TS._do(TS._Ctx(sch, step), step)
-        finally:
-            lines += [ln for ln in sch.trace.as_python() if ln.strip()]
-        mod = TS._join(mod, {step["func"]: sch.mod})
-    return "\n".join(lines)
+    return "\n".join(trace_lines(materialize_tir(prog), steps))
 
 
 def tir_repro_text(prog, script: str, outcome: dict, variant: Optional[dict] = None,
@@ -147,7 +138,9 @@ def tir_repro_text(prog, script: str, outcome: dict, variant: Optional[dict] = N
     except metadata.PackageNotFoundError:
         ver = ""
     title = ("Reproducer: " + outcome.get("signature", "")).replace('"""', "'''")[:300]
-    text = script.split("\n\n\n", 1)[-1] if script.startswith("from tvm.script") else script
+    from fuzz.tir.render import SCRIPT_HEADER
+
+    text = script.removeprefix(SCRIPT_HEADER)
     head = HEADER.format(title=title, pip=f"apache-tvm=={ver} numpy" if ver else "apache-tvm numpy",
                          script=repr(text), case=repr(json.dumps(case)))
     return head + BODY

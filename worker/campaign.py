@@ -290,8 +290,8 @@ def _worker(cfg: CampaignConfig, plan: SeedPlan, results: queue.Queue, stop: thr
                      for s in seeds]
             outcomes = runner.run_many(progs)
             for prog, outcome in zip(progs, outcomes):
-                if outcome.get("verdict") == "fail":
-                    freeze_schedule(prog, outcome)
+                # Replays draw the same schedule from the case seed; Recorder.record freezes
+                # the applied steps into the case it saves.
                 if outcome.get("verdict") == "fail" and cfg.replays > 1:
                     outcome["reproduction"] = reproduction(runner, prog, outcome, cfg.replays)
             scripts = runner.scripts([p for p, o in zip(progs, outcomes)

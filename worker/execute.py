@@ -163,7 +163,7 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
         return done(_fail("reference", e, "generator", "invalid"))
     expected = None   # the numpy reference, computed after TVM's first run (TVM goes first:
     #                   a crash in TVM is the finding even where numpy would refuse the case)
-    first: Optional[tuple] = None   # (variant, outputs) of the first variant that ran
+    first: Optional[tuple] = None   # (variant, outputs, exact?) of the first variant that ran
     with tempfile.TemporaryDirectory(prefix="tvmfuzz-") as workdir:
         for v in variants:
             watch = pass_watch(wf and check_well_formed)
@@ -218,7 +218,7 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
                     return done(Outcome("fail", "numeric", "compare", "", text.split(";")[0],
                                         "", text, extra={"numeric_key": reference.numeric_key(
                                             program, index)}), v)
-            elif first is not None and exact and first[0].exact:
+            elif first is not None and exact and first[2]:
                 diff = reference.compare(program, first[1], actual)
                 if diff:
                     index, text = diff
@@ -227,7 +227,7 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
                                         extra={"numeric_key": reference.numeric_key(
                                             program, index), "versus": first[0].to_json()}), v)
             if first is None:
-                first = (v, actual)
+                first = (v, actual, exact)
     # Last, so a round-trip finding means the module also built, ran and agreed.
     if roundtrip and wf:
         rt = roundtrip_problem(mod, second_generation=near_valid)

@@ -53,10 +53,10 @@ def _print(job: dict) -> dict:
     prog = Program.from_json(job["program"])
     if prog.ir == "tir":
         from fuzz.tir.build import supports_axis_separators
-        from fuzz.tir.render import to_tvmscript
+        from fuzz.tir.render import SCRIPT_HEADER, to_tvmscript
 
         text = to_tvmscript(prog, axis_separators_ok=supports_axis_separators())
-        return {"script": "from tvm.script import tirx as T\n\n\n" + text}
+        return {"script": SCRIPT_HEADER + text}
     return {"script": to_script(materialize(prog))}
 
 
@@ -108,8 +108,9 @@ def _echo(job):
     return {"echo": job.get("value")}
 
 
-KINDS = {"case": _case, "script": _script, "print": _print, "tir_trace": _tir_trace, "segv": _segv, "fpe": _fpe, "sleep": _sleep,
-         "spin": _spin, "alloc": _alloc, "exit": _exit, "echo": _echo}
+KINDS = {"case": _case, "script": _script, "print": _print, "tir_trace": _tir_trace,
+         "segv": _segv, "fpe": _fpe, "sleep": _sleep, "spin": _spin, "alloc": _alloc,
+         "exit": _exit, "echo": _echo}
 
 
 # Job kinds "<plugin>.<name>" live in another package's module, imported in the child on use.

@@ -96,7 +96,7 @@ def run_tir_case(prog, variants: Optional[list] = None, input_seed: int = 0,
     first: Optional[tuple] = None
     for v in variants:
         if v.pipeline == "call_tir":
-            outs = call_tir_outputs(prog, inputs)
+            outs = call_tir_outputs(prog, inputs, expected)
             if outs is None:
                 continue   # not in destination-passing style: call_tir cannot express it
         watch = pass_watch(False)
@@ -231,11 +231,12 @@ def _build(mod, v: Variant, watch, extra: dict):
         return tvm.tirx.build(mod, target=target)
 
 
-def call_tir_outputs(prog, inputs: dict) -> Optional[list]:
+def call_tir_outputs(prog, inputs: dict, expected: Optional[dict] = None) -> Optional[list]:
     """The output parameters when ``prog`` can be called through ``R.call_tir``: its outputs
     are its last parameters, it never writes an input, and its outputs do not depend on their
     initial contents (call_tir hands it fresh, uninitialized tensors). Checked on the numpy
-    interpreter: run twice with different initial outputs. None when it cannot."""
+    interpreter: run twice with different initial outputs (``expected``, the reference's
+    result on ``inputs`` when already computed, is the first run). None when it cannot."""
     from fuzz.tir import reference as TR
 
     outs = list(prog.meta.get("outputs") or [])
@@ -246,7 +247,8 @@ def call_tir_outputs(prog, inputs: dict) -> Optional[list]:
            p.strides not in (None, "sym") for p in prog.params):
         return None   # call_tir allocates compact, unoffset tensors
     try:
-        first = TR.run(prog, {k: a.copy() for k, a in inputs.items()})
+        first = expected if expected is not None else TR.run(
+            prog, {k: a.copy() for k, a in inputs.items()})
         other = {k: (a.copy() if k not in outs else _scramble(a)) for k, a in inputs.items()}
         second = TR.run(prog, other)
     except Exception:  # noqa: BLE001

@@ -868,6 +868,20 @@ def apply_schedule(mod, applied: list[dict]):
     return _join(mod, parts)
 
 
+def trace_lines(mod, applied: list[dict]) -> list[str]:
+    """``applied`` as the Python TVM's own schedule trace prints, step after step (so a
+    reproducer replays it with plain TVM). The trace stops before a step that raises."""
+    lines: list[str] = []
+    for step in applied:
+        sch = _new_schedule(mod, step["func"])
+        try:
+            _do(_Ctx(sch, step), step)
+        finally:
+            lines += [ln for ln in sch.trace.as_python() if ln.strip()]
+        mod = _join(mod, {step["func"]: sch.mod})
+    return lines
+
+
 # --- build failures that are the schedule's fault, not TVM's ------------------------------------
 # Preconditions of lowering that no schedule primitive checks; a random schedule can break
 # them, so a build failure with one of these first lines is noise, not a finding.

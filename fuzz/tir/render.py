@@ -32,6 +32,11 @@ _FUNCS = {"min": "T.min", "max": "T.max", "floordiv": "T.floordiv",
           "floormod": "T.floormod", "and": "T.And", "or": "T.Or"}
 
 
+# What a TIR case's .py file starts with (the print job adds it; repro.py takes it off again:
+# tvm.script.from_source refuses import lines and binds T itself).
+SCRIPT_HEADER = "from tvm.script import tirx as T\n\n\n"
+
+
 class TirRenderError(ValueError):
     """The case cannot be rendered safely (or at all)."""
 
