@@ -195,7 +195,8 @@ class Corpus:
         except sqlite3.Error as e:
             raise CorpusError(f"cannot open corpus database {self.db_path}: {e}") from e
         try:
-            mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            mode = self._retry_locked(
+                lambda: self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0], timeout)
             if mode.lower() != "wal":
                 raise CorpusError(f"cannot put {self.db_path} in WAL mode (got {mode})")
             # WAL + synchronous=NORMAL: a commit is appended to the WAL without an fsync; the
@@ -205,7 +206,7 @@ class Corpus:
             # corruption. For findings that is the right trade: FULL would fsync every add.
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
-            self._migrate()
+            self._retry_locked(self._migrate, timeout)
         except sqlite3.DatabaseError as e:
             self._db.close()
             raise CorpusError(f"cannot use corpus database {self.db_path}: {e}") from e
@@ -214,6 +215,24 @@ class Corpus:
             raise
 
     # --- plumbing --------------------------------------------------------------------
+    @staticmethod
+    def _retry_locked(step: Callable[[], Any], timeout: float) -> Any:
+        """Run ``step``, retrying while the database is locked. Two processes creating the
+        same corpus at once both hold a shared lock while switching to WAL; SQLite answers
+        one of them 'database is locked' at once, without its busy handler (waiting could
+        deadlock), so the busy timeout alone does not cover the first open."""
+        deadline = time.monotonic() + timeout
+        pause = 0.005
+        while True:
+            try:
+                return step()
+            except (sqlite3.OperationalError, CorpusError) as e:
+                if "locked" not in str(e) and "busy" not in str(e) \
+                        or time.monotonic() >= deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.2)
+
     def close(self) -> None:
         self._db.close()
 

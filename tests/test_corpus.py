@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -321,12 +322,34 @@ def test_sigkill_mid_add_loses_nothing_committed(tmp_path):
     c.add_finding(generate(10**6), outcome(), **V)   # and it is writable
 
 
+def test_many_open_a_new_corpus_at_once(tmp_path):
+    # Switching a new database to WAL takes a lock SQLite will not wait for; every opener
+    # must still get a working corpus (CI once lost a campaign child to 'database is locked').
+    errors = []
+    for trial in range(100):
+        root, gate = tmp_path / f"c{trial}", threading.Barrier(4)
+
+        def opener():
+            gate.wait()
+            try:
+                Corpus(root).close()
+            except CorpusError as e:
+                errors.append(str(e))
+        kids = [threading.Thread(target=opener) for _ in range(4)]
+        for k in kids:
+            k.start()
+        for k in kids:
+            k.join()
+    assert errors == []
+
+
 def test_two_processes_add_at_once(tmp_path):
     n, go = 40, tmp_path / "go"
     root = tmp_path / "corpus"
     kids = [_child(root, 0, n, go), _child(root, 1000, n, go)]   # both also create the store
     for k in kids:
-        assert k.stdout.readline().strip() == "ready"
+        line = k.stdout.readline().strip()
+        assert line == "ready", line or k.communicate(timeout=60)[1]   # the child's error
     go.write_text("")
     for k in kids:
         out, err = k.communicate(timeout=120)
