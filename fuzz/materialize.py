@@ -24,6 +24,19 @@ class MaterializeError(Exception):
     """The program model could not be turned into an IRModule (a generator defect)."""
 
 
+class InferenceMismatch(Exception):
+    """TVM inferred a type for an op's result that its numpy semantics (the catalogue's shape
+    rule) do not give. In a valid program that is TVM's bug (bug class 2), caught where the
+    wrong type is made: left alone, it surfaces later as a consumer refusing its operands,
+    which would blame the consumer, or the generator."""
+
+    def __init__(self, op: str, node: str, problem: str, rule: Ty, tvms: Ty):
+        # First line: the signature's (rank-free); then both whole types for the report.
+        super().__init__(f"{op} infers the wrong {problem}\n{node}: TVM infers "
+                         f"{_ty_text(tvms)}, numpy semantics give {_ty_text(rule)}")
+        self.op, self.node = op, node
+
+
 @functools.lru_cache(maxsize=None)
 def _tvm():
     import tvm
@@ -137,7 +150,7 @@ def _node_expr(node, env: dict, scope: _Scope, gvars: dict, bb):
     raise MaterializeError(f"unknown op {node.op!r} in node {node.name}")
 
 
-def _build_function(bb, f: Function, gvars: dict, private: bool):
+def _build_function(bb, f: Function, gvars: dict, private: bool, check_types: bool = False):
     _, relax, _ = _tvm()
     scope = _Scope()
     params = [relax.Var(p.name, scope.sinfo(p.ty)) for p in f.params]
@@ -152,15 +165,15 @@ def _build_function(bb, f: Function, gvars: dict, private: bool):
         for block in f.blocks:
             if block.dataflow:
                 with bb.dataflow():
-                    outs = _emit_block(bb, block, env, scope, gvars, used_later)
+                    outs = _emit_block(bb, block, env, scope, gvars, used_later, check_types)
                     for n in outs:
                         env[n] = bb.emit_output(env[n], name_hint=n)
             else:
-                _emit_block(bb, block, env, scope, gvars, used_later)
+                _emit_block(bb, block, env, scope, gvars, used_later, check_types)
         bb.emit_func_output(env[f.ret])
 
 
-def _emit_block(bb, block, env, scope, gvars, used_later) -> list[str]:
+def _emit_block(bb, block, env, scope, gvars, used_later, check_types=False) -> list[str]:
     _, relax, _ = _tvm()
     outs = []
     for node in block.nodes:
@@ -178,22 +191,69 @@ def _emit_block(bb, block, env, scope, gvars, used_later) -> list[str]:
                 env[node.name] = var
             else:
                 env[node.name] = bb.emit(expr, name_hint=node.name)
+                if check_types and node.op in CATALOGUE and node.ty is not None:
+                    _check_inferred(node, env[node.name])
         if block.dataflow and node.name in used_later:
             outs.append(node.name)
     return outs
 
 
-def materialize(program: Program):
-    """Build the IRModule for ``program`` (functions other than the entry are private)."""
+def materialize(program: Program, check_types: bool = False):
+    """Build the IRModule for ``program`` (functions other than the entry are private).
+    ``check_types``: raise InferenceMismatch where TVM's inferred type of an op's result
+    disagrees with the catalogue's shape rule (valid programs only: a mutant's may)."""
     tvm, relax, _ = _tvm()
     bb = relax.BlockBuilder()
     gvars: dict[str, Any] = {}
     # Callees first, so calls can name their GlobalVar.
     order = [f for f in program.functions if f.name != program.entry] + [program.main]
     for f in _call_order(program, order):
-        _build_function(bb, f, gvars, private=f.name != program.entry)
+        _build_function(bb, f, gvars, private=f.name != program.entry, check_types=check_types)
         gvars[f.name] = bb.get().get_global_var(f.name)
     return bb.get()
+
+
+def _check_inferred(node, var) -> None:
+    try:
+        tvms = sinfo_to_ty(compat.type_of(var))
+    except MaterializeError:
+        return   # a dim expression the model cannot spell: nothing to compare
+    problem = type_disagreement(node.ty, tvms)
+    if problem:
+        raise InferenceMismatch(node.op, node.name, problem, node.ty, tvms)
+
+
+def type_disagreement(rule: Ty, tvms: Ty) -> str:
+    """What of ``tvms`` (TVM's inferred type) contradicts ``rule`` (numpy semantics), as
+    "extent of dim 0: TVM 23, numpy 21"; "" when nothing does. Only what both know is
+    compared: symbolic dims where both sides are constants."""
+    if isinstance(rule, TupleTy) or isinstance(tvms, TupleTy):
+        if not (isinstance(rule, TupleTy) and isinstance(tvms, TupleTy)):
+            return f"type: TVM {_ty_text(tvms)}, numpy {_ty_text(rule)}"
+        if len(rule.fields) != len(tvms.fields):
+            return f"tuple size: TVM {len(tvms.fields)}, numpy {len(rule.fields)}"
+        for i, (a, b) in enumerate(zip(rule.fields, tvms.fields)):
+            problem = type_disagreement(a, b)
+            if problem:
+                return f"{problem} (tuple field {i})"
+        return ""
+    if rule.dtype and tvms.dtype and rule.dtype != tvms.dtype:
+        return f"dtype: TVM {tvms.dtype}, numpy {rule.dtype}"
+    if rule.ndim >= 0 and tvms.ndim >= 0 and rule.ndim != tvms.ndim:
+        return f"rank: TVM {tvms.ndim}, numpy {rule.ndim}"
+    for i, (a, b) in enumerate(zip(rule.shape or [], tvms.shape or [])):
+        if isinstance(a, int) and isinstance(b, int) and a != b:
+            # Named by dim, not by whole shape, so one bug is one signature at any rank.
+            return f"extent of dim {i}: TVM {b}{' (negative)' if b < 0 else ''}, numpy {a}"
+    return ""
+
+
+def _ty_text(t: Ty) -> str:
+    if isinstance(t, TupleTy):
+        return "(" + ", ".join(_ty_text(f) for f in t.fields) + ")"
+    if t.shape is None:
+        return f"ndim={t.ndim}"
+    return "(" + ", ".join(str(d) for d in t.shape) + ("," if len(t.shape) == 1 else "") + ")"
 
 
 def _call_order(program: Program, funcs: list[Function]) -> list[Function]:

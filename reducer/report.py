@@ -33,6 +33,8 @@ def title(outcome: dict) -> str:
         text = f"Wrong result{' of ' + key if key else ''} on {outcome.get('target', '')}"
     elif kind == "roundtrip":
         text = f"TVMScript print/parse round trip: {msg}"
+    elif kind == "shape_inference":   # the numbers are the bug here: keep them
+        text = f"Shape inference: {outcome.get('message', '')}"
     elif kind == "late_validation":
         text = (f"A malformed buffer is accepted at construction and rejected only{where}: "
                 f"{msg}{site}")
@@ -57,6 +59,10 @@ def _expected_text(outcome: dict) -> str:
         return "`relax.analysis.well_formed` accepts the module (TVM's own builder made it)."
     if kind == "roundtrip":
         return "Printing with `show_meta=True` and parsing back gives a structurally equal module."
+    if kind == "shape_inference":
+        return ("The type TVM infers for the op's result is the shape and dtype the op computes "
+                "(numpy's semantics for the same call), so the annotation in the module below "
+                "matches the tensor the op returns at run time.")
     if kind == "late_validation":
         return ("The malformed buffer declaration is refused where it is made (parsing, "
                 "`T.match_buffer`/`T.decl_buffer`) or by the well-formedness check, with a message "
@@ -181,8 +187,11 @@ def report_markdown(red, variants: list, affected: Optional[dict] = None) -> str
         "python repro.py   # exit 1: reproduces; 0: fixed; 2: fails differently",
         "```",
         "",
-        "`repro.py` (attached) parses the module below, builds it as listed above, runs it on "
-        "deterministic random inputs and reports the failure."
+        ("`repro.py` (attached) parses the module below and compares the type TVM infers "
+         "for the op's result with the one numpy's semantics give."
+         if o.get("kind") == "shape_inference" else
+         "`repro.py` (attached) parses the module below, builds it as listed above, runs it on "
+         "deterministic random inputs and reports the failure.")
         + (" The module is ill-formed on purpose (a verifier/build disagreement), so it is "
            "parsed with `tvm.script.from_source(text, check_well_formed=False)`."
            if meta.get("mode") == "near-valid" else ""),

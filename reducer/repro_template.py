@@ -188,6 +188,51 @@ def expected_outputs():
     return [data[f"arr_{i}"] for i in range(len(data.files))]
 
 
+def type_problem(rule, got):
+    """What of TVM's inferred type ``got`` contradicts ``rule`` (the type numpy's semantics
+    give, in tvmfuzz's JSON form); "" when nothing does. The same wording as tvmfuzz's
+    fuzz.materialize.type_disagreement, so the messages compare equal."""
+    import tvm
+
+    if rule["kind"] == "tuple" or not hasattr(got, "dtype"):
+        fields = getattr(got, "fields", None)
+        if rule["kind"] != "tuple" or fields is None:
+            return f"type: TVM {got}, numpy {rule}"
+        if len(fields) != len(rule["fields"]):
+            return f"tuple size: TVM {len(fields)}, numpy {len(rule['fields'])}"
+        for i, (r, g) in enumerate(zip(rule["fields"], fields)):
+            problem = type_problem(r, g)
+            if problem:
+                return f"{problem} (tuple field {i})"
+        return ""
+    dtype = "" if got.dtype is None else str(got.dtype)
+    if rule["dtype"] and dtype and rule["dtype"] != dtype:
+        return f"dtype: TVM {dtype}, numpy {rule['dtype']}"
+    if rule["ndim"] >= 0 and got.ndim >= 0 and rule["ndim"] != got.ndim:
+        return f"rank: TVM {got.ndim}, numpy {rule['ndim']}"
+    dims = got.shape.values if got.shape is not None else []
+    for i, (a, b) in enumerate(zip(rule["shape"] or [], dims)):
+        if isinstance(a, int) and isinstance(b, tvm.tirx.IntImm) and a != int(b.value):
+            b = int(b.value)
+            return f"extent of dim {i}: TVM {b}{' (negative)' if b < 0 else ''}, numpy {a}"
+    return ""
+
+
+def inferred_type_problem(mod):
+    """A shape-inference finding: the type TVM infers for the named binding's value against
+    the one numpy's semantics give."""
+    want = CASE["expect_type"]
+    for block in mod["main"].body.blocks:
+        for b in block.bindings:
+            if b.var.name == want["binding"]:
+                problem = type_problem(want["type"], b.value.ty)
+                if problem:
+                    return ("materialize", "InferenceMismatch",
+                            f"{want['op']} infers the wrong {problem}", "")
+                return None
+    return ("parse", "", f"no binding {want['binding']} in the module", "")
+
+
 def attempt():
     """Parse, verify, build each variant, run, compare: (stage, error type, message, pass) of
     the first failure, or None."""
@@ -206,6 +251,8 @@ def attempt():
                     "printed module does not parse: " + (str(e).strip().splitlines() or [""])[0],
                     "")
         return ("parse", type(e).__name__, str(e), "")
+    if CASE.get("expect_type"):
+        return inferred_type_problem(mod)
     try:
         wf = relax.analysis.well_formed(mod) is not False
     except Exception as e:

@@ -220,3 +220,29 @@ def test_a_given_signature_must_be_the_one_the_input_fails_with(tmp_path, capsys
     assert rc == 1 and "fails with another signature" in out
     rc, out = cli(["reduce", str(case), "--signature", "x", "--interesting", "true"], capsys)
     assert rc == 2 and "exclude each other" in out
+
+
+def arange_case():
+    """An arange with a negative step feeding a broadcast: TVM 0.27 infers 23 elements where
+    numpy gives 21, so the equal's construction fails, which once read as a generator defect."""
+    from fuzz.generate import generate
+
+    return generate(195, mode="valid")
+
+
+def test_shape_inference_finding_reduces_to_the_op_and_repro_checks_the_type(tmp_path):
+    red = reduce_case(arange_case(), out_dir=tmp_path / "r")
+    assert red.signature.startswith("shape_inference | materialize | InferenceMismatch | "
+                                    "relax.arange infers the wrong extent of dim N")
+    nodes = [n for f in red.reduced.functions for n in f.nodes()]
+    assert [n.op for n in nodes] == ["relax.arange"]
+    assert nodes[0].attrs["step"] < 0
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert report.splitlines()[0].startswith(
+        "# [Bug][Relax] Shape inference: relax.arange infers the wrong extent of dim 0: TVM ")
+    local = tmp_path / "fresh" / "repro.py"
+    local.parent.mkdir()
+    local.write_text((tmp_path / "r" / "repro.py").read_text())
+    r = fresh_run(local)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "relax.arange infers the wrong extent of dim 0" in r.stdout

@@ -99,3 +99,46 @@ def test_cross_variant_numeric_oracle_catches_a_wrong_variant():
         sys.path.remove(PLUGINS)
     assert o.verdict == "fail" and o.kind == "numeric", o.to_json()
     assert "differs from llvm/default" in o.message
+
+
+def _arange_then_add(step, near_valid=False):
+    """arange(0, 0, step) plus a (2,) parameter: numpy's arange has no element for any step,
+    yet TVM 0.27 infers 2 for step -1 (it rounds the length up as if the step were positive)."""
+    f32 = TensorTy([0], "float32")
+    nodes = [Node("r", "relax.arange", [], {"start": 0, "end": 0, "step": step,
+                                             "dtype": "float32"}, f32),
+             Node("s", "relax.add", ["r", "p"], {}, f32)]
+    return Program([Function("main", [Param("p", f32)], [Block(True, nodes)], "s")], "main",
+                   {"mode": "near-valid" if near_valid else "valid", "seed": 3})
+
+
+def test_wrong_inferred_shape_is_a_finding_at_the_op_that_made_it():
+    o = compile_and_run(_arange_then_add(-1)).to_json()
+    assert (o["verdict"], o["kind"], o["stage"]) == ("fail", "shape_inference", "materialize")
+    assert o["message"] == "relax.arange infers the wrong extent of dim 0: TVM 2, numpy 0"
+    assert o["extra"]["op"] == "relax.arange" and o["extra"]["node"] == "r"
+    # The same program with a positive step agrees with numpy: the check is not the finding.
+    assert compile_and_run(_arange_then_add(1)).verdict == "pass"
+
+
+def test_mutants_are_not_type_checked():
+    o = compile_and_run(_arange_then_add(-1, near_valid=True)).to_json()
+    assert o["kind"] != "shape_inference"
+
+
+def test_type_disagreement_compares_what_both_sides_know():
+    from fuzz.materialize import type_disagreement
+    from fuzz.model import TupleTy
+
+    t = TensorTy
+    assert type_disagreement(t([2, 3], "int32"), t([2, 3], "int32")) == ""
+    assert type_disagreement(t([2, "n"], "int32"), t([2, "m"], "int32")) == ""   # symbolic
+    assert type_disagreement(t(None, "", -1), t([2, 3], "int32")) == ""        # unknown rule
+    assert type_disagreement(t([2, 3], "int32"), t([2, 3], "int64")) == \
+        "dtype: TVM int64, numpy int32"
+    assert type_disagreement(t([2], "int32"), t([2, 1], "int32")) == "rank: TVM 2, numpy 1"
+    assert type_disagreement(t([2, 0], "int32"), t([2, -1], "int32")) == \
+        "extent of dim 1: TVM -1 (negative), numpy 0"
+    assert type_disagreement(TupleTy([t([1], "int8"), t([4], "int8")]),
+                             TupleTy([t([1], "int8"), t([3], "int8")])) == \
+        "extent of dim 0: TVM 3, numpy 4 (tuple field 1)"

@@ -17,7 +17,7 @@ from fuzz import compat
 from fuzz import dims as D
 from fuzz import reference
 from fuzz.inputs import make_inputs
-from fuzz.materialize import MaterializeError, materialize
+from fuzz.materialize import InferenceMismatch, MaterializeError, materialize
 from fuzz.model import Program
 
 from .signature import signature
@@ -146,7 +146,11 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
         return o
 
     try:
-        mod = materialize(program)
+        mod = materialize(program, check_types=not near_valid)
+    except InferenceMismatch as e:
+        # Class 2: TVM's inferred shape or dtype is not what the op computes.
+        return done(_fail("materialize", e, kind="shape_inference",
+                          extra={"op": e.op, "node": e.node}))
     except (MaterializeError, ValueError, TypeError, tvm.error.DiagnosticError) as e:
         # TVM rejected the program while it was being built: the generator's mistake.
         return done(_fail("materialize", e, "generator", "invalid"))
