@@ -9,8 +9,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 # Property tests compile real TVM modules: examples are slow, so no deadline, few examples by
-# default; `HYPOTHESIS_PROFILE=thorough` for more.
-settings.register_profile("default", deadline=None, max_examples=15,
+# default. The default draws the same examples every run: a property test over real TVM finds
+# new TVM bugs now and then (strided_slice's once), and the test suite must not turn red at
+# random for it; `HYPOTHESIS_PROFILE=thorough` explores new examples, many more of them.
+settings.register_profile("default", deadline=None, max_examples=15, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow,
                                                  HealthCheck.data_too_large])
 settings.register_profile("thorough", deadline=None, max_examples=200,

@@ -43,10 +43,18 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
              what=("build", "run", "shape-rule", "materialize")),
     KnownBug(("relax.arange",), ("*",), r".",
              "integer arange with a negative step infers the wrong length "
-             "(arange(9, 9, -1) has 2 elements, arange(7, -3, -2) has 6)",
+             "(arange(9, 9, -1) has 2 elements, arange(7, -3, -2) has 6): the length is "
+             "rounded up as ceil division does for a positive divisor",
              what=("shape-rule", "materialize", "build", "run", "numeric"),
              when=lambda a: isinstance(a.get("step"), int) and a["step"] < 0
              and isinstance(a.get("start"), int) and isinstance(a.get("end"), int)),
+    KnownBug(("relax.strided_slice",), ("*",), r"infers the wrong extent|rule",
+             "assume_inbound=True with a negative stride infers the wrong extent (x[4:3:-1] "
+             "of a (6,) tensor: 3 elements, numpy 1), arange's rounding again; found by the "
+             "campaign's shape-inference check",
+             what=("shape-rule", "materialize"),
+             when=lambda a: a.get("assume_inbound")
+             and any(x < 0 for x in (a.get("strides") or []))),
     KnownBug(("relax.take",), ("*",), r"MatchesCode\(kDLInt, kDLUInt\)",
              "take with axis=None and mode='nan' fails to build",
              when=lambda a: a.get("axis") is None and a.get("mode") == "nan"),
