@@ -211,3 +211,17 @@ def test_isolate_op_keeps_the_named_op_and_its_declared_inputs():
     prog.main.node("c").args = ["h"]                       # now cosh reads h itself
     cand = p2.apply(prog, frozenset([0]))
     assert cand.main.params[0].ty.shape is None and cand.main.params[0].actual is not None
+
+
+def test_a_slice_promised_in_bounds_keeps_its_extent():
+    # assume_inbound=True is the caller's promise; shrinking the dim below the slice would
+    # turn a TVM inference bug into undefined input (seen: x[4:3:-1] reduced onto a (1, 1)).
+    from fuzz.catalogue import CATALOGUE
+
+    spec = CATALOGUE["relax.strided_slice"]
+    attrs = {"axes": [0], "begin": [4], "end": [3], "strides": [-1], "assume_inbound": True}
+    assert spec.infer([TensorTy([5, 1], "float32")], attrs).shape == [1, 1]
+    with pytest.raises(ValueError, match="assume_inbound"):
+        spec.infer([TensorTy([4, 1], "float32")], attrs)
+    assert spec.infer([TensorTy([4, 1], "float32")], dict(attrs, assume_inbound=False)).shape \
+        == [0, 1]

@@ -82,6 +82,11 @@ def _slice_len(b: int, e: int, s: int, d: int) -> int:
     return len(range(*slice(b, e, s).indices(d)))
 
 
+def _inbound(b, e, s, d) -> bool:
+    """Slice b:e:s of extent d stays in bounds, as strided_slice's assume_inbound promises."""
+    return 0 <= b < d and 0 <= e <= d and (e >= b if s > 0 else e < b)
+
+
 @dataclass
 class StridedSlice(_DataMove):
     dtypes: tuple = ALL_DTYPES
@@ -115,7 +120,7 @@ class StridedSlice(_DataMove):
                     b = b - d if 0 <= b < d else b
             if _slice_len(b, e, s, d) == 0 and ch.boolean(0.7):
                 b, e = (0, d) if s > 0 else (d - 1, -d - 1)
-            inbound = inbound and (0 <= b < d and 0 <= e <= d and (e >= b if s > 0 else e < b))
+            inbound = inbound and _inbound(b, e, s, d)
             begin.append(b), end.append(e), strides.append(s)
         attrs = {"axes": [_axis_attr(ctx, a, r) for a in axes], "begin": begin, "end": end,
                  "strides": strides if ch.boolean(0.8) or any(s != 1 for s in strides) else None,
@@ -135,6 +140,11 @@ class StridedSlice(_DataMove):
         for a, b, e, s in zip(attrs["axes"], attrs["begin"], attrs["end"], strides):
             a = norm_axis(a, len(shape))
             if D.is_static(shape[a]):
+                if attrs.get("assume_inbound") and not _inbound(b, e, s, shape[a]):
+                    # The caller's promise: out of bounds, TVM may infer anything. Raised
+                    # so the reducer never shrinks a dim below a slice promised in bounds.
+                    raise ValueError(f"assume_inbound with slice {b}:{e}:{s} of extent "
+                                     f"{shape[a]}")
                 shape[a] = _slice_len(b, e, s, shape[a])
         return TensorTy(shape, tys[0].dtype)
 
