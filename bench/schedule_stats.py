@@ -28,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from worker import tir_schedule as ts  # noqa: E402
+from worker.sandbox import call_forked  # noqa: E402
 
 
 def first_line(e: BaseException) -> str:
@@ -82,25 +83,15 @@ def one(module: str, seed: int, steps: int, prims, progress: str) -> dict:
 
 
 def forked(fn, *args) -> dict:
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        try:
-            data = json.dumps(fn(*args), default=str).encode()
-        except BaseException as e:  # noqa: BLE001
-            data = json.dumps({"outcome": "error", "message": first_line(e)}).encode()
-        os.write(w, data)
-        os._exit(0)
-    os.close(w)
-    chunks = []
-    while (c := os.read(r, 1 << 16)):
-        chunks.append(c)
-    os.close(r)
-    _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        return {"outcome": "signal", "signal": os.WTERMSIG(status)}
-    return json.loads(b"".join(chunks) or b"{}")
+    """``fn(*args)`` in a forked child, as the bench's outcome record."""
+    r = call_forked(fn, *args, quiet=False)
+    if "signal" in r:
+        return {"outcome": "signal", "signal": r["signal"]}
+    if "error" in r:
+        msg = r["message"].strip()
+        return {"outcome": "error", "message": f"{r['error']}: "
+                f"{msg.splitlines()[0][:160] if msg else ''}"}
+    return r["ok"] or {}
 
 
 def main():

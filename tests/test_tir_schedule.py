@@ -4,9 +4,7 @@ on the real TVM.
 What can kill the process (TVM segfaults on some schedules, see KNOWN_BUGS) runs in a forked
 child, as the sandbox would run it.
 """
-import faulthandler
 import json
-import os
 import random
 
 import numpy as np
@@ -14,34 +12,9 @@ import pytest
 
 from worker import tir_passes as tp
 from worker import tir_schedule as ts
+from worker.sandbox import call_forked as forked
 
 MODULES = ("matmul", "relax_mm_add")
-
-
-def forked(fn, *args):
-    """``fn(*args)`` in a forked child: its JSON result, or {"signal": n} when it died."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:   # pragma: no cover  (the child)
-        os.close(r)
-        faulthandler.disable()       # a segfault's dump: the signal says it all
-        os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
-        try:
-            data = json.dumps({"ok": fn(*args)}, default=str)
-        except BaseException as e:  # noqa: BLE001
-            data = json.dumps({"error": type(e).__name__, "message": str(e)[:2000],
-                               "step": getattr(e, "schedule_step", None)})
-        os.write(w, data.encode())
-        os._exit(0)
-    os.close(w)
-    chunks = []
-    while (c := os.read(r, 1 << 16)):
-        chunks.append(c)
-    os.close(r)
-    _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        return {"signal": os.WTERMSIG(status)}
-    return json.loads(b"".join(chunks))
 
 
 # --- schedules --------------------------------------------------------------------------------

@@ -192,6 +192,38 @@ def _run_child(jobs: list, opts: dict, ppid: int) -> list[dict]:
     return records
 
 
+def call_forked(fn, *args, quiet: bool = True) -> dict:
+    """``fn(*args)`` in a forked child, for tests and benches that must outlive a TVM crash
+    without the job protocol: {"ok": its JSON result}, {"error": type, "message", "notes"}
+    when it raised, or {"signal": n} when the child died. ``quiet``: the child's stderr (and
+    a segfault's faulthandler dump) goes to /dev/null."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:   # pragma: no cover  (the child)
+        os.close(r)
+        if quiet:
+            import faulthandler
+
+            faulthandler.disable()
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+        try:
+            data = json.dumps({"ok": fn(*args)}, default=str)
+        except BaseException as e:  # noqa: BLE001
+            data = json.dumps({"error": type(e).__name__, "message": str(e)[:2000],
+                               "notes": list(getattr(e, "__notes__", []))}, default=str)
+        os.write(w, data.encode())
+        os._exit(0)
+    os.close(w)
+    chunks = []
+    while (c := os.read(r, 1 << 16)):
+        chunks.append(c)
+    os.close(r)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        return {"signal": os.WTERMSIG(status)}
+    return json.loads(b"".join(chunks))
+
+
 def _signame(sig: int) -> str:
     try:
         return signal.Signals(sig).name
