@@ -35,6 +35,7 @@ class InferenceMismatch(Exception):
         super().__init__(f"{op} infers the wrong {problem}\n{node}: TVM infers "
                          f"{_ty_text(tvms)}, numpy semantics give {_ty_text(rule)}")
         self.op, self.node = op, node
+        self.func = ""   # the function holding the node; set by materialize
 
 
 @functools.lru_cache(maxsize=None)
@@ -208,7 +209,12 @@ def materialize(program: Program, check_types: bool = False):
     # Callees first, so calls can name their GlobalVar.
     order = [f for f in program.functions if f.name != program.entry] + [program.main]
     for f in _call_order(program, order):
-        _build_function(bb, f, gvars, private=f.name != program.entry, check_types=check_types)
+        try:
+            _build_function(bb, f, gvars, private=f.name != program.entry,
+                            check_types=check_types)
+        except InferenceMismatch as e:
+            e.func = f.name
+            raise
         gvars[f.name] = bb.get().get_global_var(f.name)
     return bb.get()
 

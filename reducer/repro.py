@@ -125,11 +125,16 @@ def repro_text(script: str, outcome: dict, program: Optional[Program] = None,
         "tol": {"float16": [1e-2, 1e-2], "bfloat16": [3e-2, 3e-2], "float32": [1e-4, 1e-5],
                 "float64": [1e-7, 1e-9]},
     }
-    node = outcome.get("extra", {}).get("node")
-    if program is not None and outcome.get("kind") == "shape_inference" and node:
-        n = next((n for f in program.functions for n in f.nodes() if n.name == node), None)
+    extra = outcome.get("extra", {})
+    if program is not None and outcome.get("kind") == "shape_inference" and extra.get("node"):
+        func = extra.get("func") or program.entry
+        try:
+            n = program.func(func).node(extra["node"])
+        except KeyError:   # an outcome of another program: no type to expect
+            n = None
         if n is not None and n.ty is not None:
-            case["expect_type"] = {"binding": node, "op": n.op, "type": n.ty.to_json()}
+            case["expect_type"] = {"func": func, "binding": n.name, "op": n.op,
+                                   "type": n.ty.to_json()}
     if program is not None and outcome.get("kind") == "numeric" \
             and "versus" not in outcome.get("extra", {}):
         try:

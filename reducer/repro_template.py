@@ -222,7 +222,7 @@ def inferred_type_problem(mod):
     """A shape-inference finding: the type TVM infers for the named binding's value against
     the one numpy's semantics give."""
     want = CASE["expect_type"]
-    for block in mod["main"].body.blocks:
+    for block in mod[want["func"]].body.blocks:
         for b in block.bindings:
             if b.var.name == want["binding"]:
                 problem = type_problem(want["type"], b.value.ty)

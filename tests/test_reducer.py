@@ -246,3 +246,32 @@ def test_shape_inference_finding_reduces_to_the_op_and_repro_checks_the_type(tmp
     r = fresh_run(local)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "relax.arange infers the wrong extent of dim 0" in r.stdout
+
+
+def _arange_in_callee(consumer: bool):
+    """arange(0, 0, -1) in a private function (TVM infers 2 elements, numpy none); with
+    ``consumer`` an add of a (0,) tensor follows, which TVM then refuses to build."""
+    f32 = TensorTy([0], "float32")
+    nodes = [Node("r", "relax.arange", [], {"start": 0, "end": 0, "step": -1,
+                                             "dtype": "float32"}, f32)]
+    if consumer:
+        nodes.append(Node("s", "relax.add", ["r", "q"], {}, f32))
+    callee = Function("f1", [Param("q", f32)], [Block(True, nodes)], nodes[-1].name)
+    main = Function("main", [Param("p", f32)],
+                    [Block(False, [Node("c", "call", ["p"], {"func": "f1"}, f32)])], "c")
+    return Program([callee, main], "main", {"mode": "valid", "seed": 3})
+
+
+def test_shape_inference_report_finds_the_binding_in_its_function(tmp_path, capsys):
+    case = tmp_path / "c.json"
+    case.write_text(_arange_in_callee(consumer=False).dumps())
+    rc, out = cli(["report", str(case), "--out", str(tmp_path / "rep"), "--no-bisect"], capsys)
+    assert rc == 0, out
+    r = fresh_run(tmp_path / "rep" / "repro.py")
+    assert r.returncode == 1, r.stdout + r.stderr
+    # Where the next op refuses the wrong shape, nothing prints: no repro.py, and it says so.
+    case.write_text(_arange_in_callee(consumer=True).dumps())
+    rc, out = cli(["report", str(case), "--out", str(tmp_path / "rep2"), "--no-bisect"], capsys)
+    assert rc == 0, out
+    assert not (tmp_path / "rep2" / "repro.py").exists()
+    assert "wrote report.md to" in out and "no repro.py" in out

@@ -150,7 +150,7 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
     except InferenceMismatch as e:
         # Class 2: TVM's inferred shape or dtype is not what the op computes.
         return done(_fail("materialize", e, kind="shape_inference",
-                          extra={"op": e.op, "node": e.node}))
+                          extra={"op": e.op, "node": e.node, "func": e.func}))
     except (MaterializeError, ValueError, TypeError, tvm.error.DiagnosticError) as e:
         # TVM rejected the program while it was being built: the generator's mistake.
         return done(_fail("materialize", e, "generator", "invalid"))
