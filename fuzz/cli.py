@@ -65,6 +65,26 @@ ENV_OPT = click.option("--env", "env_version", default=None, metavar="VERSION",
                        "with that env's interpreter")
 
 
+JAIL_OPT = click.option("--jail/--no-jail", "jail_on", default=True, show_default=True,
+                        help="parse, build and run the input inside the jail (no network, "
+                             "read-only files, no home or corpus; needs bubblewrap); "
+                             "--no-jail only for your own trusted files")
+
+
+def _jail(jail_on: bool, *hide):
+    """The jail for input from outside (None with --no-jail), hiding ``hide`` (the corpus,
+    the output directory), the home and the working directory; a one-line error, before any
+    work, where this host cannot jail."""
+    if not jail_on:
+        return None
+    from worker.jail import JailUnavailable, require
+
+    try:
+        return require(hide=tuple(str(h) for h in hide if h) + (str(Path.cwd()),))
+    except JailUnavailable as e:
+        raise click.UsageError(str(e))
+
+
 def _tvm_python(env_version, tvm_python):
     """The interpreter --env or --tvm-python names (None: this one, the default release)."""
     if env_version is None:
@@ -271,7 +291,9 @@ def _check_broker_url(url: str) -> None:
 @click.option("--loglevel", "-l", default="INFO", show_default=True)
 @TVM_PYTHON
 @ENV_OPT
-def worker(broker, concurrency, visibility_timeout, hostname, loglevel, tvm_python, env_version):
+@JAIL_OPT
+def worker(broker, concurrency, visibility_timeout, hostname, loglevel, tvm_python, env_version,
+           jail_on):
     """A distributed-mode worker: runs the batches a `tvmfuzz run --broker` coordinator sends,
     each in a crash-isolated sandbox (Celery, prefork pool; TVM is never imported here)."""
     import os
@@ -280,7 +302,8 @@ def worker(broker, concurrency, visibility_timeout, hostname, loglevel, tvm_pyth
     tvm_python = _tvm_python(env_version, tvm_python)
     from worker.celery_app import make_app
 
-    app = make_app(broker, visibility_timeout=visibility_timeout, tvm_python=tvm_python)
+    app = make_app(broker, visibility_timeout=visibility_timeout, tvm_python=tvm_python,
+                   jail=_jail(jail_on))
     # No gossip or mingle: with many workers those are broadcasts nobody here needs.
     app.worker_main(["worker", "--pool=prefork", f"--loglevel={loglevel}",
                      f"--hostname={hostname or f'tvmfuzz-{os.getpid()}@%h'}",
@@ -329,13 +352,15 @@ def smoke(budget, cases, seed, baseline, update_baseline, out, extra_passes, tvm
 @click.option("--timeout", type=Duration(), default="120s", show_default=True)
 @TVM_PYTHON
 @ENV_OPT
-def replay(case, fmt, times, timeout, tvm_python, env_version):
+@JAIL_OPT
+def replay(case, fmt, times, timeout, tvm_python, env_version, jail_on):
     """Re-run a saved case (JSON) or any TVMScript file in the sandbox; print the verdict."""
-    from worker.replay import replay_file
+    from worker.replay import load_job, replay_file
 
     tvm_python = _tvm_python(env_version, tvm_python)
+    load_job(Path(case))   # bad input: one line before the jail or TVM starts
     result = replay_file(Path(case), times=times, timeout=timeout,
-                         python=tvm_python or sys.executable)
+                         python=tvm_python or sys.executable, jail=_jail(jail_on, DEFAULT_CORPUS))
     if fmt == "json":
         click.echo(json.dumps(result, indent=1))
     else:
@@ -364,15 +389,16 @@ def replay(case, fmt, times, timeout, tvm_python, env_version):
 @CORPUS_OPT
 @TVM_PYTHON
 @ENV_OPT
+@JAIL_OPT
 def reduce(input_spec, signature, interesting, jobs, out, timeout, budget, corpus_dir,
-           tvm_python, env_version):
+           tvm_python, env_version, jail_on):
     """Reduce a failing case (JSON), TVMScript file or corpus bucket to a minimal reproducer,
     with repro.py and report.md."""
     from reducer.cli import run_reduce
 
     tvm_python = _tvm_python(env_version, tvm_python)
     sys.exit(run_reduce(input_spec, signature, interesting, jobs, out, timeout, budget,
-                        tvm_python, corpus_dir))
+                        tvm_python, corpus_dir, jail=_jail(jail_on, corpus_dir, out)))
 
 
 @cli.command()
@@ -386,13 +412,15 @@ def reduce(input_spec, signature, interesting, jobs, out, timeout, budget, corpu
 @click.option("--bisect/--no-bisect", "run_bisect", default=True, show_default=True,
               help="with installed releases (`tvmfuzz env list`), replay the case on each for "
                    "report.md's \"Affected versions\"")
-def report(input_spec, out, timeout, corpus_dir, tvm_python, env_version, run_bisect):
+@JAIL_OPT
+def report(input_spec, out, timeout, corpus_dir, tvm_python, env_version, run_bisect, jail_on):
     """Write repro.py and report.md (a TVM issue, ready to paste) for a failing case (JSON),
     TVMScript file or corpus bucket."""
     from reducer.cli import run_report
 
     tvm_python = _tvm_python(env_version, tvm_python)
-    sys.exit(run_report(input_spec, out, timeout, tvm_python, corpus_dir, bisect=run_bisect))
+    sys.exit(run_report(input_spec, out, timeout, tvm_python, corpus_dir, bisect=run_bisect,
+                        jail=_jail(jail_on, corpus_dir, out)))
 
 
 @cli.command(name="catalogue")
@@ -478,7 +506,8 @@ def env_remove(version):
                    "many reproduced)")
 @click.option("--timeout", type=Duration(), default="120s", show_default=True)
 @CORPUS_OPT
-def bisect_cmd(case, fmt, times, timeout, corpus_dir):
+@JAIL_OPT
+def bisect_cmd(case, fmt, times, timeout, corpus_dir, jail_on):
     """Replay a finding (case JSON, TVMScript file, reducer directory or corpus bucket) on the
     default release and every installed env: present, absent, different or error on each."""
     from worker.bisect import BisectError, bisect, format_table, load_subject
@@ -488,7 +517,8 @@ def bisect_cmd(case, fmt, times, timeout, corpus_dir):
     except BisectError as e:
         raise click.UsageError(str(e))
     log = (lambda s: click.echo(s, err=True)) if fmt == "text" else (lambda s: None)
-    result = bisect(subject, times=times, timeout=timeout, log=log)
+    result = bisect(subject, times=times, timeout=timeout, log=log,
+                    jail=_jail(jail_on, corpus_dir))
     click.echo(json.dumps(result, indent=1) if fmt == "json" else format_table(result))
     if subject.case_dir is not None:
         from reducer.report import update_affected

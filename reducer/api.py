@@ -19,6 +19,7 @@ from typing import Any, Callable, Optional
 
 from fuzz.model import Program
 from worker.script_guard import comment_imports, user_script_problem
+from worker.user_input import InputError, case_problem, read_input
 
 from . import model_passes as MP
 from .ddmin import Cancelled, Driver
@@ -55,20 +56,11 @@ def load_input(spec: str, corpus_dir: Optional[Path] = None) -> tuple[str, Any, 
     path = Path(spec)
     if not path.exists():
         return ("case", _bucket_case(spec, corpus_dir), f"bucket-{spec}")
-    if path.is_dir():
-        raise ReduceError(f"{spec} is a directory, not a case or a TVMScript file")
     try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise ReduceError(f"cannot read {spec}: {e}")
-    name = path.name.split(".")[0] or "case"
-    if path.suffix == ".json":
-        try:
-            return ("case", Program.loads(text), name)
-        except (ValueError, KeyError, TypeError) as e:
-            raise ReduceError(f"{spec} is not a tvmfuzz case (program-model JSON): {e}")
-    check_user_script(text, spec)
-    return ("script", comment_imports(text), name)
+        kind, value = read_input(path)
+    except InputError as e:
+        raise ReduceError(str(e))
+    return (kind, value, path.name.split(".")[0] or "case")
 
 
 def _bucket_case(bucket_id: str, corpus_dir: Optional[Path]) -> Program:
@@ -76,9 +68,13 @@ def _bucket_case(bucket_id: str, corpus_dir: Optional[Path]) -> Program:
     from corpus import CorpusError, representative
 
     try:
-        return Program.from_json(representative(bucket_id, corpus_dir)["case"])
+        prog = Program.from_json(representative(bucket_id, corpus_dir)["case"])
     except CorpusError as e:
         raise ReduceError(str(e))
+    problem = case_problem(prog)
+    if problem:
+        raise ReduceError(f"bucket {bucket_id} refused: {problem}")
+    return prog
 
 
 def check_user_script(text: str, where: str = "input") -> None:
@@ -152,11 +148,11 @@ def reduce_case(program: Program, *, signature: Optional[str] = None,
                 out_dir: Optional[Path] = None, timeout: float = 60.0,
                 python: str = sys.executable, log: Callable[[str], None] = lambda s: None,
                 max_rounds: int = 12, time_budget: Optional[float] = None,
-                pool: Optional[SandboxPool] = None, write: bool = True) -> Reduction:
+                pool: Optional[SandboxPool] = None, write: bool = True, jail=None) -> Reduction:
     t0 = time.monotonic()
     writer = OutDir(out_dir) if out_dir is not None and write else None
     own = pool is None
-    pool = pool or SandboxPool(jobs, timeout, python=python)
+    pool = pool or SandboxPool(jobs, timeout, python=python, jail=jail)
     try:
         subject = CaseSubject()
         oracle = Oracle(subject, pool, signature or "", interesting,
@@ -217,7 +213,8 @@ def reduce_script(text: str, *, signature: Optional[str] = None,
                   max_rounds: int = 12, time_budget: Optional[float] = None,
                   variants: Optional[list] = None, input_seed: int = 0,
                   near_valid: bool = False, inputs_by_name: Optional[dict] = None,
-                  pool: Optional[SandboxPool] = None, write: bool = True) -> Reduction:
+                  pool: Optional[SandboxPool] = None, write: bool = True,
+                  jail=None) -> Reduction:
     """Reduce a TVMScript module. ``variants``: judge under these compile variants (as a
     case found with them) instead of the plain llvm build of ``tvmfuzz replay``;
     ``near_valid``: the module is ill-formed on purpose; ``inputs_by_name``: input shapes
@@ -229,7 +226,7 @@ def reduce_script(text: str, *, signature: Optional[str] = None,
     t0 = time.monotonic()
     writer = OutDir(out_dir) if out_dir is not None and write else None
     own = pool is None
-    pool = pool or SandboxPool(jobs, timeout, python=python)
+    pool = pool or SandboxPool(jobs, timeout, python=python, jail=jail)
     try:
         subject = ScriptSubject(variants, input_seed, near_valid, inputs_by_name)
         oracle = Oracle(subject, pool, signature or "", interesting,
@@ -367,12 +364,12 @@ def stats_json(red: Reduction) -> str:
 
 def report_input(kind: str, subject_value, *, out_dir: Path, timeout: float = 60.0,
                  python: str = sys.executable, variants: Optional[list] = None,
-                 input_seed: int = 0) -> Reduction:
+                 input_seed: int = 0, jail=None) -> Reduction:
     """repro.py and report.md for a failing case or TVMScript file as it is (no reduction):
     replayed three times in the sandbox first, refused when it passes or is unstable."""
     writer = OutDir(out_dir)
     t0 = time.monotonic()
-    with SandboxPool(1, timeout, python=python) as pool:
+    with SandboxPool(1, timeout, python=python, jail=jail) as pool:
         subject = CaseSubject() if kind == "case" else ScriptSubject(variants, input_seed)
         oracle = Oracle(subject, pool)
         label = "case" if kind == "case" else "TVMScript file"

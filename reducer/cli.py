@@ -15,18 +15,26 @@ def _out(out: Optional[str], base: str, name: str) -> Path:
     return Path(out) if out else Path(base) / name
 
 
+def _load(input_spec: str, corpus_dir: Optional[str]) -> tuple:
+    """The input, or a one-line usage error (exit 2) before anything runs or is written."""
+    try:
+        return load_input(input_spec, corpus_dir and Path(corpus_dir))
+    except ReduceError as e:
+        raise click.UsageError(str(e))
+
+
 def run_reduce(input_spec: str, signature: Optional[str], interesting: Optional[str],
                jobs: int, out: Optional[str], timeout: float, time_budget: Optional[float],
                python: Optional[str], corpus_dir: Optional[str] = None,
-               echo: Callable[[str], None] = click.echo) -> int:
+               echo: Callable[[str], None] = click.echo, jail=None) -> int:
     if signature and interesting:
         raise click.UsageError("--signature and --interesting exclude each other")
+    kind, value, name = _load(input_spec, corpus_dir)
     try:
-        kind, value, name = load_input(input_spec, corpus_dir and Path(corpus_dir))
         out_dir = _out(out, "reduced", name)
         common = dict(signature=signature, interesting=interesting, jobs=jobs, out_dir=out_dir,
                       timeout=timeout, python=python or sys.executable, log=echo,
-                      time_budget=time_budget)
+                      time_budget=time_budget, jail=jail)
         echo(f"reducing {input_spec} ({kind}); replaying it 3 times first")
         red = (reduce_case(value, **common) if kind == "case" else reduce_script(value, **common))
     except ReduceError as e:
@@ -56,18 +64,18 @@ def run_reduce(input_spec: str, signature: Optional[str], interesting: Optional[
 
 def run_report(input_spec: str, out: Optional[str], timeout: float, python: Optional[str],
                corpus_dir: Optional[str] = None, echo: Callable[[str], None] = click.echo,
-               bisect: bool = True) -> int:
+               bisect: bool = True, jail=None) -> int:
+    kind, value, name = _load(input_spec, corpus_dir)
     try:
-        kind, value, name = load_input(input_spec, corpus_dir and Path(corpus_dir))
         red = report_input(kind, value, out_dir=_out(out, "reports", name), timeout=timeout,
-                           python=python or sys.executable)
+                           python=python or sys.executable, jail=jail)
     except ReduceError as e:
         raise click.ClickException(str(e))
     except OSError as e:
         raise click.ClickException(f"cannot write results: {e}")
     echo(f"signature: {red.signature}")
     written = ["repro.py", "report.md"] if red.script else ["report.md"]
-    if bisect and _affected_versions(input_spec, red, kind, value, timeout, echo):
+    if bisect and _affected_versions(input_spec, red, kind, value, timeout, echo, jail):
         written.append("bisect.json")
     echo(f"wrote {', '.join(written[:-1])} and {written[-1]} to {red.out_dir}"
          if len(written) > 1 else f"wrote {written[0]} to {red.out_dir}")
@@ -78,7 +86,8 @@ def run_report(input_spec: str, out: Optional[str], timeout: float, python: Opti
     return 0
 
 
-def _affected_versions(label: str, red, kind: str, value, timeout: float, echo) -> bool:
+def _affected_versions(label: str, red, kind: str, value, timeout: float, echo,
+                       jail=None) -> bool:
     """With other releases installed, replay the case on each (``tvmfuzz bisect``) for
     report.md's "Affected versions"; without, the section names the one release checked."""
     from worker.bisect import Subject, bisect, case_job, script_job, summary
@@ -91,7 +100,7 @@ def _affected_versions(label: str, red, kind: str, value, timeout: float, echo) 
     job = case_job(value) if kind == "case" else script_job(value)
     echo("replaying it on each installed release (tvmfuzz bisect)")
     result = bisect(Subject(label, job, red.signature, red.out_dir, kind),
-                    timeout=timeout)
+                    timeout=timeout, jail=jail)
     try:
         update_affected(red.out_dir, result)
     except OSError as e:

@@ -15,9 +15,10 @@ from worker.sandbox import Sandbox
 
 class SandboxPool:
     def __init__(self, size: int = 1, timeout: float = 60.0, mem_mb: int = 4096,
-                 python: str = sys.executable):
+                 python: str = sys.executable, jail=None):
         self.size = max(1, int(size))
         self.timeout, self.mem_mb, self.python = timeout, mem_mb, python
+        self.jail = jail   # worker.jail.Jail for input from outside (None: not jailed)
         self._free: queue.Queue = queue.Queue()
         self._all: list[Sandbox] = []
         self._exec = ThreadPoolExecutor(self.size) if self.size > 1 else None
@@ -30,7 +31,7 @@ class SandboxPool:
             self._new()
 
     def _new(self) -> None:
-        sb = Sandbox(python=self.python, timeout=self.timeout, mem_mb=self.mem_mb)
+        sb = Sandbox(python=self.python, timeout=self.timeout, mem_mb=self.mem_mb, jail=self.jail)
         self._all.append(sb)
         self._free.put(sb)
 

@@ -29,7 +29,7 @@ from fuzz.model import Program
 
 from .releases import Release, all_releases
 from .sandbox_runner import outcome_from_result
-from .script_guard import comment_imports, user_script_problem
+from .user_input import InputError, case_problem, read_input
 
 
 class BisectError(Exception):
@@ -83,21 +83,13 @@ def load_subject(spec: str, corpus_dir: Optional[str] = None) -> Subject:
     if not path.exists():
         return _bucket_subject(spec, corpus_dir)
     try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise BisectError(f"cannot read {spec}: {e}")
+        kind, value = read_input(path)
+    except InputError as e:
+        raise BisectError(str(e))
     case_dir = path.parent if (path.parent / "report.md").is_file() else None
-    if path.suffix == ".json":
-        try:
-            prog = Program.loads(text)
-        except (ValueError, KeyError, TypeError) as e:
-            raise BisectError(f"{spec} is not a tvmfuzz case (program-model JSON): {e}")
-        return Subject(str(path), case_job(prog), _stored_signature(path), case_dir)
-    text = comment_imports(text)   # as replay does: TVMScript binds I, R, T itself
-    problem = user_script_problem(text, spec)
-    if problem:
-        raise BisectError(problem)
-    return Subject(str(path), script_job(text), "", case_dir, "script")
+    if kind == "case":
+        return Subject(str(path), case_job(value), _stored_signature(path), case_dir)
+    return Subject(str(path), script_job(value), "", case_dir, "script")
 
 
 def _stored_signature(path: Path) -> str:
@@ -124,8 +116,11 @@ def _bucket_subject(spec: str, corpus_dir: Optional[str]) -> Subject:
         b = representative(spec, corpus_dir)
     except CorpusError as e:
         raise BisectError(str(e))
-    return Subject(f"bucket {b['id']}", case_job(Program.from_json(b["case"])),
-                   b.get("signature", ""))
+    prog = Program.from_json(b["case"])
+    problem = case_problem(prog)
+    if problem:
+        raise BisectError(f"bucket {b['id']} refused: {problem}")
+    return Subject(f"bucket {b['id']}", case_job(prog), b.get("signature", ""))
 
 
 # --- running --------------------------------------------------------------------------------
@@ -160,10 +155,10 @@ def _judge(outcomes: list[dict], want: str) -> dict:
             "times": len(outcomes), "kind": first.get("kind", ""), "stage": first.get("stage", "")}
 
 
-def run_on(release: Release, job: dict, times: int, timeout: float) -> list[dict]:
+def run_on(release: Release, job: dict, times: int, timeout: float, jail=None) -> list[dict]:
     from .sandbox_runner import SandboxRunner
 
-    runner = SandboxRunner(python=release.python, timeout=timeout)
+    runner = SandboxRunner(python=release.python, timeout=timeout, jail=jail)
     try:
         if runner.sandbox.hello.get("tvm"):
             release.tvm = runner.sandbox.hello["tvm"]
@@ -173,9 +168,10 @@ def run_on(release: Release, job: dict, times: int, timeout: float) -> list[dict
 
 
 def bisect(subject: Subject, releases: Optional[list[Release]] = None, times: int = 1,
-           timeout: float = 120.0, log: Callable[[str], None] = lambda s: None) -> dict:
-    """Run ``subject`` on each release; the result as ``tvmfuzz bisect --format json`` prints
-    it. The default release runs first: without a stored signature, its failure is the one
+           timeout: float = 120.0, log: Callable[[str], None] = lambda s: None,
+           jail=None) -> dict:
+    """Run ``subject`` on each release (inside ``jail`` when given); the result as
+    ``tvmfuzz bisect --format json`` prints it. The default release runs first: without a stored signature, its failure is the one
     looked for."""
     rels = list(releases if releases is not None else all_releases())
     order = sorted(rels, key=lambda r: not r.default)   # the default first, then as listed
@@ -184,7 +180,7 @@ def bisect(subject: Subject, releases: Optional[list[Release]] = None, times: in
     for r in order:
         log(f"running on {r.version} ({r.python})")
         try:
-            outs = run_on(r, subject.job, times, timeout)
+            outs = run_on(r, subject.job, times, timeout, jail)
         except RuntimeError as e:   # the sandbox server did not start under that interpreter
             lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
             why = lines[0] + (f" ... {lines[-1]}" if len(lines) > 1 else "") if lines else str(e)

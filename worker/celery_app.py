@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 
 from celery import Celery, signals
@@ -53,7 +54,7 @@ def time_limits(case_timeout: float, batch: int, replays: int) -> tuple[int, int
 
 def make_app(broker: str = DEFAULT_BROKER, visibility_timeout: float = DEFAULT_VISIBILITY_S,
              max_tasks_per_child: int = 200, max_memory_per_child_kb: int = 1_000_000,
-             tvm_python: str | None = None, task=None) -> Celery:
+             tvm_python: str | None = None, task=None, jail=None) -> Celery:
     """The app for workers and coordinator alike. ``task``: the function behind TASK
     (``run_batch``; bench/coordinator_load.py passes a fake that answers at once)."""
     app = Celery("tvmfuzz", broker=broker, set_as_current=False)
@@ -84,7 +85,7 @@ def make_app(broker: str = DEFAULT_BROKER, visibility_timeout: float = DEFAULT_V
         worker_hijack_root_logger=False,
         worker_send_task_events=False,
     )
-    _WORKER.update(python=tvm_python, broker=broker)
+    _WORKER.update(python=tvm_python, broker=broker, jail=jail)
     app.task(name=TASK, bind=True)(task or run_batch)
     return app
 
@@ -95,9 +96,8 @@ def _get_runner(timeout: float):
     if _runner is None:
         from .sandbox_runner import SandboxRunner
 
-        python = _WORKER["python"]
-        _runner = SandboxRunner(python=python, timeout=timeout) if python else \
-            SandboxRunner(timeout=timeout)
+        _runner = SandboxRunner(python=_WORKER["python"] or sys.executable, timeout=timeout,
+                                jail=_WORKER.get("jail"))
     _runner.sandbox.timeout = float(timeout)
     return _runner
 
@@ -120,12 +120,15 @@ def _execute(batch: dict) -> dict:
     from .campaign import reproduction
     from .sandbox_runner import ScriptFailure
 
+    from .user_input import case_problem
+
     progs = [Program.from_json(p) for p in batch["cases"]]
     for p in progs:
-        # extra_passes name modules to import: fine from a user's command line, never from
-        # whoever can write to the broker.
-        if any(v.get("extra_passes") for v in p.meta.get("variants") or []):
-            raise ValueError("refusing a case with extra_passes from the broker")
+        # Variants name passes, pipelines and targets, never modules to import (extra_passes:
+        # fine from a user's command line, never from whoever can write to the broker).
+        problem = case_problem(p)
+        if problem:
+            raise ValueError(f"refusing a case from the broker: {problem}")
     runner = _get_runner(batch.get("timeout", 60.0))
     outcomes = runner.run_many(progs)
     replays = int(batch.get("replays", 1))

@@ -8,39 +8,26 @@ from pathlib import Path
 
 import click
 
-from fuzz.model import Program
-
 from .sandbox_runner import SandboxRunner, outcome_from_result
-from .script_guard import UnsafeScript, check_script, comment_imports
+from .user_input import InputError, read_input
 
 
 def load_job(path: Path) -> dict:
     """The sandbox job for a file: a case as program-model JSON, or checked TVMScript text."""
     try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise click.UsageError(f"cannot read {path}: {e}")
-    if path.suffix == ".json":
-        try:
-            prog = Program.loads(text)
-        except (ValueError, KeyError, TypeError) as e:
-            raise click.UsageError(f"{path} is not a tvmfuzz case: {e}")
-        return {"kind": "case", "program": prog.to_json(), "input_seed": prog.meta.get("seed") or 0}
-    text = comment_imports(text)   # TVMScript's parser binds I, R, T itself; imports are refused
-    try:
-        check_script(text)
-    except SyntaxError as e:
-        raise click.UsageError(f"{path} is not TVMScript (Python syntax error, line {e.lineno})")
-    except UnsafeScript as e:
-        raise click.UsageError(f"{path} refused: it uses Python outside TVMScript ({e}); "
-                               "nothing in it was run")
-    return {"kind": "script", "text": text}
+        kind, value = read_input(path)
+    except InputError as e:
+        raise click.UsageError(str(e))
+    if kind == "case":
+        return {"kind": "case", "program": value.to_json(),
+                "input_seed": value.meta.get("seed") or 0}
+    return {"kind": "script", "text": value}
 
 
 def replay_file(path: Path, times: int = 3, timeout: float = 120.0,
-                python: str = sys.executable) -> dict:
+                python: str = sys.executable, jail=None) -> dict:
     job = load_job(path)
-    runner = SandboxRunner(python=python, timeout=timeout)
+    runner = SandboxRunner(python=python, timeout=timeout, jail=jail)
     try:
         outcomes = [outcome_from_result(runner.sandbox.run(job)) for _ in range(times)]
     finally:

@@ -285,14 +285,15 @@ def serve() -> None:
 # =========================================================================================
 class Sandbox:
     """A fork server in another process (``python -m worker.sandbox --serve`` run by
-    ``python``, which may be another interpreter with another TVM). Not thread-safe: one
-    caller at a time. ``mem_mb`` bounds each child's address space, of which importing TVM
-    already takes ~0.5 GB. ``batch``: jobs per forked child in ``run_many``."""
+    ``python``, which may be another interpreter with another TVM; inside ``jail`` when one is
+    given, see worker/jail.py). Not thread-safe: one caller at a time. ``mem_mb`` bounds each
+    child's address space, of which importing TVM already takes ~0.5 GB. ``batch``: jobs per forked child in ``run_many``."""
 
     def __init__(self, python: str = sys.executable, timeout: float = 60.0, mem_mb: int = 4096,
                  recycle_after: int = 1000, max_rss_growth: float = 0.10, batch: int = 16,
-                 cpu_s: float | None = None, start_timeout: float = 300.0):
+                 cpu_s: float | None = None, start_timeout: float = 300.0, jail=None):
         self.python, self.timeout, self.mem_mb = python, float(timeout), int(mem_mb)
+        self.jail = jail   # a worker.jail.Jail: the server runs inside it (input from outside)
         self.recycle_after, self.max_rss_growth, self.batch = recycle_after, max_rss_growth, batch
         # CPU backstop per job; wall clock is the real limit, threads may use several cores.
         self.cpu_s = cpu_s if cpu_s is not None else self.timeout * (os.cpu_count() or 1) + 5
@@ -310,8 +311,11 @@ class Sandbox:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([ROOT] + [p for p in [env.get("PYTHONPATH")] if p])
         env.setdefault("MALLOC_ARENA_MAX", "2")
+        argv = [self.python, "-m", "worker.sandbox", "--serve"]
+        if self.jail is not None:
+            argv, env = self.jail.wrap(argv, env)
         self._log = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen([self.python, "-m", "worker.sandbox", "--serve"], cwd=ROOT,
+        self.proc = subprocess.Popen(argv, cwd=ROOT,
                                      env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self._log)
         self._buf = b""

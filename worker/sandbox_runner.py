@@ -30,8 +30,9 @@ def outcome_from_result(res: dict, target: str = "llvm") -> dict:
 
 
 class SandboxRunner:
-    def __init__(self, python: str = sys.executable, timeout: float = 60.0, mem_mb: int = 4096):
-        self.sandbox = Sandbox(python=python, timeout=timeout, mem_mb=mem_mb)
+    def __init__(self, python: str = sys.executable, timeout: float = 60.0, mem_mb: int = 4096,
+                 jail=None):
+        self.sandbox = Sandbox(python=python, timeout=timeout, mem_mb=mem_mb, jail=jail)
 
     def job(self, prog) -> dict:
         # The variants travel in the case (meta["variants"]), so a replay builds it the same way.
