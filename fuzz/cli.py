@@ -66,9 +66,10 @@ ENV_OPT = click.option("--env", "env_version", default=None, metavar="VERSION",
 
 
 JAIL_OPT = click.option("--jail/--no-jail", "jail_on", default=True, show_default=True,
+                        envvar="TVMFUZZ_JAIL",
                         help="parse, build and run the input inside the jail (no network, "
                              "read-only files, no home or corpus; needs bubblewrap); "
-                             "--no-jail only for your own trusted files")
+                             "--no-jail (or TVMFUZZ_JAIL=0) only for your own trusted files")
 
 
 def _jail(jail_on: bool, *hide):

@@ -20,6 +20,22 @@ settings.register_profile("thorough", deadline=None, max_examples=200,
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
+def pytest_configure(config):
+    # The CLI's commands for input from outside run jailed (bubblewrap). CI installs it and its
+    # tests must run jailed; elsewhere, a machine without it runs them unjailed (tests/
+    # test_jail.py then skips) rather than failing every replay.
+    from worker.jail import problem
+
+    why = problem()
+    if why and not os.environ.get("CI"):
+        os.environ["TVMFUZZ_JAIL"] = "0"
+        config._tvmfuzz_jail = f"jail unavailable, CLI tests run with TVMFUZZ_JAIL=0: {why}"
+
+
+def pytest_report_header(config):
+    return getattr(config, "_tvmfuzz_jail", None)
+
+
 def pytest_addoption(parser):
     parser.addoption("--runslow", action="store_true", help="run tests marked slow")
     parser.addoption("--releases", action="store_true",
