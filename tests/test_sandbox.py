@@ -102,3 +102,42 @@ def test_server_death_loses_only_the_job_in_flight():
         assert r[1]["result"] == {"echo": 1} and s.proc.pid != pid
         s.run_many([{"kind": "echo"}] * 3)   # recycle_after=2: one more restart
         assert s.restarts >= 1
+
+
+# --- where a death happened ------------------------------------------------------------------
+def test_a_death_names_its_stage_variant_and_python_stack():
+    """A signal is placed by the child's breadcrumbs: the stage it died in, the variant being
+    run, faulthandler's Python stack; two different deaths get two signatures."""
+    from worker.jobs import floor_divide_by_zero, take_out_of_bounds
+    from worker.sandbox_runner import SandboxRunner
+
+    runner = SandboxRunner(timeout=120)
+    try:
+        fpe, segv = runner(floor_divide_by_zero()), runner(take_out_of_bounds())
+    finally:
+        runner.close()
+    assert fpe["signature"] == "signal | run | SIGFPE | killed by SIGFPE in run"
+    assert segv["signature"] == "signal | run | SIGSEGV | killed by SIGSEGV in run"
+    for o in (fpe, segv):
+        assert o["stage"] == "run" and o["target"] == "llvm/default"
+        assert o["extra"]["variant"] == {"target": {"kind": "llvm"}, "pipeline": "default",
+                                         "passes": [], "exec_mode": "bytecode",
+                                         "extra_passes": []}
+        assert o["extra"]["python_stack"][0].startswith("worker/execute.py:")
+
+
+def test_a_segfault_inside_a_schedule_primitive_names_the_step():
+    from worker import tir_schedule as TS
+    from worker.sandbox_runner import outcome_from_result
+
+    bug = next(b for b in TS.KNOWN_BUGS if b["id"] == "loop_partition-segfault")
+    with Sandbox(timeout=120) as sb:
+        res = sb.run({"kind": "standard_schedule", "module": bug["module"],
+                      "steps": bug["steps"]})
+    out = outcome_from_result(res)
+    assert res["status"] == "signal", res
+    assert out["signature"] == ("signal | schedule | SIGSEGV | killed by SIGSEGV in schedule, "
+                                "primitive loop_partition")
+    assert out["extra"]["failing_step"] == bug["steps"][1]
+    assert out["extra"]["schedule"] == bug["steps"]    # what a replay must apply, in order
+    assert any("loop_partition" in f for f in out["extra"]["python_stack"])

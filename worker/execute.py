@@ -20,6 +20,7 @@ from fuzz.inputs import make_inputs
 from fuzz.materialize import InferenceMismatch, MaterializeError, materialize
 from fuzz.model import Program
 
+from . import breadcrumb
 from .signature import signature
 from .variants import BASE, Variant, build, load_vm, nvcc_available, nvcc_compile
 
@@ -80,10 +81,12 @@ def _pass_watch_class():
 
         def run_before_pass(self, mod, info):
             self.stack.append(info.name)
+            breadcrumb.mark(**{"pass": self.current or None})
 
         def run_after_pass(self, mod, info):
             if self.stack and self.stack[-1] == info.name:
                 self.stack.pop()
+            breadcrumb.mark(**{"pass": self.current or None})
             if not self.check or self.ill_formed_after or not _has_relax(mod):
                 return
             try:
@@ -145,6 +148,7 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
             o.extra.setdefault("schedule", list(extra_steps))
         return o
 
+    breadcrumb.mark(stage="materialize")
     try:
         mod = materialize(program, check_types=not near_valid)
     except InferenceMismatch as e:
@@ -158,6 +162,7 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
         return done(_fail("materialize", e))
     wf = True
     if check_well_formed:
+        breadcrumb.mark(stage="well_formed")
         wf, finding = well_formed_verdict(mod, near_valid)
         if finding is not None:
             return done(finding)
@@ -172,6 +177,7 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
         for v in variants:
             watch = pass_watch(wf and check_well_formed)
             exact = v.exact
+            breadcrumb.mark(stage="build", variant=v.to_json())
             try:
                 try:
                     with tvm.transform.PassContext(instruments=[watch]):
@@ -197,10 +203,12 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
                                     extra={"failing_pass": watch.ill_formed_after}), v)
             if not v.runnable_here:
                 continue   # compile-only: CUDA without a GPU, or code for another CPU
+            breadcrumb.mark(stage="vm_load", **{"pass": None})
             try:
                 vm = load_vm(ex, v, workdir)
             except Exception as e:  # noqa: BLE001
                 return done(_fail("vm_load", e), v)
+            breadcrumb.mark(stage="run")
             try:
                 out = vm[program.entry](*[_tensor(a, v) for a in args])
                 actual = reference.flatten(_to_numpy(out))
@@ -234,6 +242,7 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
                 first = (v, actual, exact)
     # Last, so a round-trip finding means the module also built, ran and agreed.
     if roundtrip and wf:
+        breadcrumb.mark(stage="roundtrip", variant=None)
         rt = roundtrip_problem(mod, second_generation=near_valid)
         if rt:
             return done(Outcome("fail", "roundtrip", "roundtrip", rt[0], rt[1], "", rt[2]))

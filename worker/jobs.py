@@ -73,6 +73,17 @@ def _tir_trace(job: dict) -> dict:
         return {"trace": "", "error": f"{type(e).__name__}: {str(e).strip()[:300]}"}
 
 
+def _standard_schedule(job: dict) -> dict:
+    """Schedule steps on one of tir_schedule's standard modules (its KNOWN_BUGS are written
+    against them), for tests that need TVM itself to die inside a schedule primitive."""
+    from worker import breadcrumb
+    from worker import tir_schedule as TS
+
+    breadcrumb.mark(stage="schedule")
+    TS.apply_schedule(TS.STANDARD[job["module"]](), job["steps"])
+    return {"applied": len(job["steps"])}
+
+
 def _segv(job):
     os.kill(os.getpid(), signal.SIGSEGV)
 
@@ -109,6 +120,7 @@ def _echo(job):
 
 
 KINDS = {"case": _case, "script": _script, "print": _print, "tir_trace": _tir_trace,
+         "standard_schedule": _standard_schedule,
          "segv": _segv, "fpe": _fpe, "sleep": _sleep, "spin": _spin, "alloc": _alloc,
          "exit": _exit, "echo": _echo}
 

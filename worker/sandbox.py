@@ -31,6 +31,9 @@ Statuses: "ok" (+ "result"), "signal" (+ "signal", "signal_name"), "timeout" (wa
 "reason": "cpu" for RLIMIT_CPU), "oom" (Python MemoryError, or a death whose output shows
 bad_alloc / out of memory), "exit" (+ "exit_code": ended without a result), "error" (a Python
 exception in run_job; + "error"), "lost" (the server itself died or stalled; + "reason").
+A child that stopped without a result also says where it was ("where": its last breadcrumb,
+worker/breadcrumb.py: stage, variant, pass, schedule step), and its stderr tail holds
+faulthandler's Python stack for a fatal signal.
 """
 from __future__ import annotations
 
@@ -69,9 +72,11 @@ def _set_pdeathsig(sig=signal.SIGKILL) -> None:
 # =========================================================================================
 # Server side
 # =========================================================================================
-def _child(jobs: list, opts: dict, wfd: int, outfd: int, server_pid: int) -> None:
+def _child(jobs: list, opts: dict, wfd: int, outfd: int, server_pid: int, crumbs) -> None:
     """In the forked child: run ``jobs`` in order, one JSON line each; stop at the first one
-    that is not ok. Never returns."""
+    that is not ok. Never returns. ``crumbs``: the shared page where the child says where it
+    is (worker/breadcrumb.py), read by the server if the child dies."""
+    import faulthandler
     import resource
 
     try:
@@ -83,6 +88,10 @@ def _child(jobs: list, opts: dict, wfd: int, outfd: int, server_pid: int) -> Non
             os._exit(1)
         os.dup2(outfd, 1)
         os.dup2(outfd, 2)
+        faulthandler.enable(file=sys.stderr)   # a fatal signal leaves the Python stack
+        from worker import breadcrumb
+
+        breadcrumb.attach(crumbs)
         mem = int(opts["mem_mb"]) << 20
         resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
         resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 28, 1 << 28))   # output can't fill the disk
@@ -98,6 +107,7 @@ def _child(jobs: list, opts: dict, wfd: int, outfd: int, server_pid: int) -> Non
             hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
             if hard == resource.RLIM_INFINITY or soft <= hard:
                 resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+        breadcrumb.reset()
         try:
             res = {"status": "ok", "result": run_job(job)}
         except MemoryError as e:
@@ -129,13 +139,16 @@ def _tail(fd: int, start: int) -> str:
 def _run_child(jobs: list, opts: dict, ppid: int) -> list[dict]:
     """Fork one child for ``jobs``. Returns one record per job it finished, plus a record for
     the job in flight if the child stopped without finishing it (so at most len(jobs))."""
+    from worker import breadcrumb
+
     rfd, wfd = os.pipe()
     out = tempfile.TemporaryFile()
+    crumbs = breadcrumb.new_buffer()
     server_pid = os.getpid()
     pid = os.fork()
     if pid == 0:
         os.close(rfd)
-        _child(jobs, opts, wfd, out.fileno(), server_pid)
+        _child(jobs, opts, wfd, out.fileno(), server_pid, crumbs)
     os.close(wfd)
     try:
         os.setpgid(pid, pid)   # also here: no window where a timeout kill misses the group
@@ -173,7 +186,8 @@ def _run_child(jobs: list, opts: dict, ppid: int) -> list[dict]:
         _, status = os.waitpid(pid, 0)
         if len(records) < len(jobs) and (not records or records[-1]["status"] == "ok"):
             tail = _tail(out.fileno(), mark)
-            rec = {"seconds": round(time.monotonic() - t0, 4), "stderr_tail": tail}
+            rec = {"seconds": round(time.monotonic() - t0, 4), "stderr_tail": tail,
+                   "where": breadcrumb.read(crumbs)}
             oom = any(t in tail.encode().lower() for t in _OOM_TEXT)
             if timed_out:
                 rec.update(status="timeout", timeout=opts["timeout"])
@@ -189,6 +203,7 @@ def _run_child(jobs: list, opts: dict, ppid: int) -> list[dict]:
     finally:
         os.close(rfd)
         out.close()
+        crumbs.close()
     return records
 
 

@@ -17,6 +17,7 @@ import re
 import time
 from typing import Optional
 
+from . import breadcrumb
 from .execute import Outcome, _fail, pass_watch
 from .variants import Variant, tvm_target
 
@@ -48,6 +49,7 @@ def run_tir_case(prog, variants: Optional[list] = None, input_seed: int = 0,
             o.extra.setdefault(k, val)
         return o
 
+    breadcrumb.mark(stage="parse")
     try:
         mod = TB.materialize_tir(prog)
     except TirRenderError as e:
@@ -63,6 +65,7 @@ def run_tir_case(prog, variants: Optional[list] = None, input_seed: int = 0,
             o.message = TB.first_line(e)
             return done(o)
         return done(_fail("parse", e, "generator", "invalid"))
+    breadcrumb.mark(stage="verify")
     try:
         ok, why = TB.verify(mod)
     except Exception as e:  # noqa: BLE001
@@ -76,6 +79,7 @@ def run_tir_case(prog, variants: Optional[list] = None, input_seed: int = 0,
 
     sched = prog.meta.get("schedule")
     if sched:
+        breadcrumb.mark(stage="schedule")
         try:
             mod = _schedule(mod, sched, extra)
         except _Refused as e:
@@ -100,6 +104,7 @@ def run_tir_case(prog, variants: Optional[list] = None, input_seed: int = 0,
             if outs is None:
                 continue   # not in destination-passing style: call_tir cannot express it
         watch = pass_watch(False)
+        breadcrumb.mark(stage="build", variant=v.to_json(), step=None)
         try:
             built = (_build_call_tir(mod, prog, outs, v, watch) if v.pipeline == "call_tir"
                      else _build(mod, v, watch, extra))
@@ -120,6 +125,7 @@ def run_tir_case(prog, variants: Optional[list] = None, input_seed: int = 0,
             return done(_fail("build", e, extra={"failing_pass": watch.current or ""}), v)
         if not v.runnable_here:
             continue
+        breadcrumb.mark(stage="run", **{"pass": None})
         try:
             got = (_run_call_tir(built, prog, inputs, outs) if v.pipeline == "call_tir"
                    else _run(built, prog, inputs))
@@ -156,6 +162,7 @@ def run_tir_case(prog, variants: Optional[list] = None, input_seed: int = 0,
         else:
             first = (v, got)
     if roundtrip and ok and not invalid_reason:
+        breadcrumb.mark(stage="roundtrip", variant=None)
         rt = _roundtrip(mod)
         if rt:
             return done(Outcome("fail", "roundtrip", "roundtrip", rt[0], rt[1], "", rt[2]))

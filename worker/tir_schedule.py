@@ -42,6 +42,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from . import breadcrumb
+
 # The primitives fuzzed, with their weight when a step picks one.
 PRIMITIVES: dict[str, int] = {
     "split": 4, "reorder": 3, "fuse": 3, "vectorize": 2, "parallel": 2, "unroll": 2,
@@ -741,6 +743,7 @@ def _apply_step(fmod, step: dict, sch=None):
     schedule of ``fmod`` to apply it with."""
     tvm, s_tir = _tvm()
     sch = sch if sch is not None else _new_schedule(fmod, step["func"])
+    breadcrumb.mark(step=step)
     try:
         _do(_Ctx(sch, step), step)
     except s_tir.ScheduleError as e:
@@ -749,6 +752,7 @@ def _apply_step(fmod, step: dict, sch=None):
     # A primitive that leaves ill-formed TIR (a variable defined twice, ...) is the finding,
     # not the next step, whose Schedule constructor would be the first to notice.
     _verify(new)
+    breadcrumb.mark(step=None)
     return new
 
 
@@ -843,6 +847,7 @@ def random_schedule(mod, rng: random.Random, steps: int = 6, target_kind: str = 
                 raise
             stats.applied[prim] += 1
             applied.append(step)
+            breadcrumb.mark(steps=list(applied))
         parts[func] = fmod
     return _join(mod, parts), applied
 
@@ -865,6 +870,7 @@ def apply_schedule(mod, applied: list[dict]):
             _attach(e, step, done)
             raise
         done.append(step)
+        breadcrumb.mark(steps=list(done))
     return _join(mod, parts)
 
 
