@@ -114,12 +114,18 @@ def sym():
 
 @functools.lru_cache(maxsize=None)
 def has_axis_separators() -> bool:
-    """Whether TIR buffers take ``axis_separators`` (0.25; gone in 0.26)."""
+    """Whether TIR buffers take ``axis_separators`` (0.25; gone in 0.26): the one probe, asked
+    of TVMScript's ``match_buffer`` (its module is ``tvm.script.tirx`` on every release)."""
     import inspect
 
-    from tvm import tirx
+    from tvm.script import tirx as T
 
-    return "axis_separators" in inspect.signature(tirx.decl_buffer).parameters
+    return "axis_separators" in inspect.signature(T.match_buffer).parameters
+
+
+def release_features() -> dict:
+    """What the generator may use on the TVM release imported here (detected by feature)."""
+    return {"axis_separators": has_axis_separators()}
 
 
 def tensor(array, device=None):

@@ -98,13 +98,24 @@ def freeze_schedule(prog, outcome: dict) -> None:
             prog.meta["schedule"] = {"applied": steps, "seed": sched.get("seed")}
 
 
-def release_features(tvm_version: str) -> dict:
-    """What the generator may use on this TVM release: only 0.25 has axis_separators."""
+def release_features(python: Optional[str] = None) -> dict:
+    """What the generator may use on the TVM release under ``python`` (default: this one),
+    asked of that release by feature (fuzz.compat.release_features) in a short-lived process,
+    so the coordinator never imports TVM; {} when it cannot tell."""
+    import subprocess
+    import sys
+
+    from .sandbox import ROOT
+
+    code = "import json; from fuzz.compat import release_features as f; print(json.dumps(f()))"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [ROOT] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
     try:
-        major, minor = (int(x) for x in tvm_version.split(".")[:2])
-    except ValueError:
+        r = subprocess.run([python or sys.executable, "-c", code], capture_output=True,
+                           text=True, timeout=120, env=env)
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
         return {}
-    return {"axis_separators": (major, minor) <= (0, 25)}
 
 
 def reproduction(runner, prog, outcome: dict, replays: int) -> dict:
@@ -329,7 +340,7 @@ def open_campaign(cfg: CampaignConfig, echo: Callable[[str], None]):
     if cfg.resume and state:
         cfg.ir = tuple(state.get("ir", cfg.ir))
         cfg.schedules = state.get("schedules", cfg.schedules)
-    cfg.features = release_features(vers["tvm"])
+    cfg.features = release_features(cfg.tvm_python)
     return state, start, store, vers
 
 

@@ -52,10 +52,10 @@ def _print(job: dict) -> dict:
 
     prog = Program.from_json(job["program"])
     if prog.ir == "tir":
-        from fuzz.tir.build import supports_axis_separators
+        from fuzz.compat import has_axis_separators
         from fuzz.tir.render import SCRIPT_HEADER, to_tvmscript
 
-        text = to_tvmscript(prog, axis_separators_ok=supports_axis_separators())
+        text = to_tvmscript(prog, axis_separators_ok=has_axis_separators())
         return {"script": SCRIPT_HEADER + text}
     return {"script": to_script(materialize(prog))}
 

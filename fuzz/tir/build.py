@@ -7,22 +7,14 @@ and ``tvm.runtime.tensor`` exist in each, and the one API difference that matter
 """
 from __future__ import annotations
 
-import functools
-import inspect
 from typing import Optional
 
 import numpy as np
 
+from .. import compat
 from .model import Block, For, If, Let, Store, TirProgram, expr_nodes, walk
 from .reference import first_mismatch, make_inputs
 from .render import to_tvmscript
-
-
-@functools.lru_cache(maxsize=1)
-def supports_axis_separators() -> bool:
-    from tvm.script import tirx as T
-
-    return "axis_separators" in inspect.signature(T.match_buffer).parameters
 
 
 def materialize_tir(prog: TirProgram):
@@ -30,7 +22,7 @@ def materialize_tir(prog: TirProgram):
     validates the case first; it raises ``TirRenderError`` for anything unsafe)."""
     import tvm
 
-    text = to_tvmscript(prog, axis_separators_ok=supports_axis_separators())
+    text = to_tvmscript(prog, axis_separators_ok=compat.has_axis_separators())
     func = tvm.script.from_source(text)
     return tvm.IRModule({prog.name: func})
 
