@@ -66,7 +66,7 @@ def main(argv=None) -> int:
     campaign = args.campaign
     if args.run:
         campaign = campaign or Path(tempfile.mkdtemp(prefix="tvmfuzz-campaign-"))
-        subprocess.run([sys.executable, "-m", "fuzz.cli", "run", "--time", str(args.run),
+        subprocess.run([sys.executable, "-m", "tvmfuzz", "run", "--time", str(args.run),
                         "--out", str(campaign), "--corpus", str(campaign / "corpus"),
                         "--no-live"], cwd=ROOT, check=False)
     if campaign is None:

@@ -52,7 +52,7 @@ def start_redis(tmp: Path):
 
 
 def start_worker(url: str, log: Path, env=None) -> subprocess.Popen:
-    p = subprocess.Popen([sys.executable, "-m", "fuzz.cli", "worker", "--broker", url,
+    p = subprocess.Popen([sys.executable, "-m", "tvmfuzz", "worker", "--broker", url,
                           "--concurrency", "1", "--loglevel", "WARNING"], cwd=ROOT, env=env,
                          start_new_session=True, stdout=log.open("w"), stderr=subprocess.STDOUT)
     return p

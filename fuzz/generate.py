@@ -342,3 +342,25 @@ def generate(seed: int, mode: str = "valid", n_ops: Optional[int] = None,
     if n_ops is None:
         n_ops = ch.integer(1, 12)
     return gen_program(ch, n_ops, mode, ops, seed)
+
+
+def single_op_program(op: str, ch: Chooser, allow_sym: Optional[bool] = None) -> Optional[Program]:
+    """A valid program of one ``op`` (its inputs as parameters; tuple results gathered), for
+    the catalogue self-check and the property tests."""
+    ctx = GenContext(ch, "valid", allow_sym=ch.boolean(0.4) if allow_sym is None else allow_sym)
+    node = None
+    for _ in range(20):
+        node = apply_op(ctx, CATALOGUE[op])
+        if node is not None:
+            break
+    if node is None:
+        return None
+    items = [n for n in ctx.nodes if n.op == "get_item"]
+    ret = node.name
+    if isinstance(node.ty, TupleTy):
+        if not items:
+            return None
+        ret = ctx.add_node("tuple", [n.name for n in items], {},
+                           TupleTy([n.ty for n in items])).name
+    f = Function("main", ctx.params, [Block(True, ctx.nodes)], ret)
+    return Program([f], "main", {"generator": 0, "mode": "valid", "seed": None})

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from .choice import HypothesisChooser
 from .generate import gen_program
-from .selfcheck import single_op_program
+from .generate import single_op_program
 
 
 @st.composite

@@ -1,4 +1,4 @@
-"""What ``tvmfuzz reduce`` and ``tvmfuzz report`` do (fuzz/cli.py holds their thin click
+"""What ``tvmfuzz reduce`` and ``tvmfuzz report`` do (tvmfuzz/cli.py holds their thin click
 wrappers). Errors a user can act on become ``click.ClickException``: one line, exit 1."""
 from __future__ import annotations
 

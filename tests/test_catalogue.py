@@ -9,7 +9,7 @@ from fuzz.catalogue import CATALOGUE
 from fuzz.catalogue.known_bugs import match
 from fuzz.inputs import make_inputs
 from fuzz.materialize import materialize, struct_info_of
-from fuzz.selfcheck import _same_ty, check_op
+from worker.selfcheck import _same_ty, check_op
 from fuzz.strategies import one_op_programs
 
 OPS = sorted(CATALOGUE)

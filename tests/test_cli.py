@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from fuzz.cli import main
+from tvmfuzz.cli import main
 from worker.signature import short
 
 
@@ -36,7 +36,7 @@ def test_gen_is_deterministic(tmp_path):
     ["gen", "--no-such-flag"],
 ])
 def test_bad_options_give_one_line_and_exit_2(argv, tmp_path):
-    r = subprocess.run([sys.executable, "-m", "fuzz.cli", *argv], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "tvmfuzz", *argv], capture_output=True, text=True,
                        cwd=tmp_path, timeout=120)
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
@@ -46,7 +46,7 @@ def test_bad_options_give_one_line_and_exit_2(argv, tmp_path):
 def test_unwritable_output_dir_is_a_clear_error(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    r = subprocess.run([sys.executable, "-m", "fuzz.cli", "gen", "--count", "1", "--out",
+    r = subprocess.run([sys.executable, "-m", "tvmfuzz", "gen", "--count", "1", "--out",
                         str(blocker / "sub")], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "cannot write to output directory" in r.stderr
 
@@ -76,7 +76,7 @@ def test_killed_local_campaign_resumes_with_its_findings_intact(tmp_path):
     from corpus import Corpus
 
     out, corpus = tmp_path / "run", tmp_path / "corpus"
-    args = [sys.executable, "-m", "fuzz.cli", "run", "--time", "10m", "--out", str(out),
+    args = [sys.executable, "-m", "tvmfuzz", "run", "--time", "10m", "--out", str(out),
             "--corpus", str(corpus), "--no-live", "--replays", "1"]
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          start_new_session=True)

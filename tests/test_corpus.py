@@ -16,7 +16,7 @@ import pytest
 from corpus import (MAX_FINDINGS_PER_BUCKET, SCHEMA_VERSION, Corpus, CorpusError, UnknownBucket,
                     case_hash, case_size, versions)
 from corpus import store as store_mod
-from fuzz.cli import main
+from tvmfuzz.cli import main
 from fuzz.generate import generate
 from fuzz.model import Program
 from worker.signature import signature, signature_id
@@ -159,7 +159,7 @@ def test_campaign_state_persists(tmp_path):
 
 
 def test_versions_come_from_metadata_without_importing_tvm():
-    code = ("import sys, corpus, fuzz.cli; v = corpus.versions(); "
+    code = ("import sys, corpus, tvmfuzz.cli; v = corpus.versions(); "
             "assert 'tvm' not in sys.modules, 'tvm imported'; print(v['tvm'], v['tvmfuzz'])")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                        timeout=60)

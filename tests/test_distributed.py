@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from fuzz.cli import main
+from tvmfuzz.cli import main
 from worker.campaign import SeedPlan
 from worker.celery_app import time_limits
 from worker.distributed import (BrokerUnavailable, Coordinator, DistConfig, Inflight,
@@ -92,7 +92,7 @@ class Worker:
     def __init__(self, url: str, log: Path):
         self.log = log
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "fuzz.cli", "worker", "--broker", url, "--concurrency", "1",
+            [sys.executable, "-m", "tvmfuzz", "worker", "--broker", url, "--concurrency", "1",
              "--visibility-timeout", str(VT), "--loglevel", "INFO"],
             cwd=ROOT, start_new_session=True, stdout=log.open("w"), stderr=subprocess.STDOUT)
         self.name = f"tvmfuzz-{self.proc.pid}@"
@@ -177,7 +177,7 @@ def finish(t, box, timeout=150):
 
 # --- without Redis ------------------------------------------------------------------------
 def test_unreachable_broker_is_one_line_and_exit_2(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "fuzz.cli", "run", "--broker",
+    r = subprocess.run([sys.executable, "-m", "tvmfuzz", "run", "--broker",
                         f"redis://127.0.0.1:{free_port()}/0", "--time", "5s", "--out",
                         str(tmp_path / "run"), "--corpus", str(tmp_path / "corpus")],
                        capture_output=True, text=True, cwd=ROOT, timeout=120)
@@ -373,7 +373,7 @@ def test_killed_coordinator_resumes_with_findings_intact(cluster, tmp_path):
     cluster.ensure_workers()
     out, corpus = tmp_path / "run", tmp_path / "corpus"
     coord = subprocess.Popen(
-        [sys.executable, "-m", "fuzz.cli", "run", "--broker", cluster.url, "--time", "5m",
+        [sys.executable, "-m", "tvmfuzz", "run", "--broker", cluster.url, "--time", "5m",
          "--out", str(out), "--corpus", str(corpus), "--seed", "100", "--replays", "1",
          "--no-live"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 

@@ -212,7 +212,7 @@ _MODULE = textwrap.dedent("""
 
 
 def _cli(*args, env=None, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "fuzz.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "tvmfuzz", *args], capture_output=True,
                           text=True, cwd=cwd, env=env, timeout=300)
 
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fuzz.cli import main
+from tvmfuzz.cli import main
 from fuzz.model import Block, Function, Node, Param, Program, TensorTy
 from reducer.api import reduce_case
 from reducer.retype import retype

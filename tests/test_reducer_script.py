@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from fuzz.cli import main
+from tvmfuzz.cli import main
 from reducer.api import reduce_script
 from reducer.pool import SandboxPool
 from reducer.size import script_bindings

@@ -24,7 +24,7 @@ DEFAULT = metadata.version("apache-tvm")
 
 def tvmfuzz(*args, home, timeout=900):
     env = dict(os.environ, TVMFUZZ_HOME=str(home))
-    return subprocess.run([sys.executable, "-m", "fuzz.cli", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "tvmfuzz", *map(str, args)],
                           capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
 
 

@@ -15,7 +15,7 @@ class Module:
 
 
 def _replay(path, *args):
-    return subprocess.run([sys.executable, "-m", "fuzz.cli", "replay", str(path), *args],
+    return subprocess.run([sys.executable, "-m", "tvmfuzz", "replay", str(path), *args],
                           capture_output=True, text=True, timeout=300)
 
 

@@ -1,6 +1,6 @@
 """Every TVMScript file `tvmfuzz gen` saves parses back to the module it was printed from."""
 from fuzz.catalogue.known_bugs import match
-from fuzz.cli import main
+from tvmfuzz.cli import main
 from fuzz.generate import generate
 from fuzz.materialize import materialize
 from worker.execute import roundtrip_problem

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from fuzz.cli import main
+from tvmfuzz.cli import main
 
 PLUGINS = str(Path(__file__).resolve().parent / "plugins")
 
 
 def _smoke(args, tmp_path, env=None):
-    return subprocess.run([sys.executable, "-m", "fuzz.cli", "smoke", *args],
+    return subprocess.run([sys.executable, "-m", "tvmfuzz", "smoke", *args],
                           capture_output=True, text=True, timeout=600,
                           env={**os.environ, **(env or {})}, cwd=tmp_path)
 

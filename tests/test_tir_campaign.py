@@ -106,7 +106,7 @@ def test_reduce_tir_case_and_repro(tmp_path):
     case = tmp_path / "case.json"
     case.write_text(prog.dumps())
     out = tmp_path / "red"
-    r = subprocess.run([sys.executable, "-m", "fuzz.cli", "reduce", str(case), "--out", str(out)],
+    r = subprocess.run([sys.executable, "-m", "tvmfuzz", "reduce", str(case), "--out", str(out)],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     red = Program.loads((out / "case.json").read_text())

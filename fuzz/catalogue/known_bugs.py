@@ -2,7 +2,7 @@
 
 The fuzzer still generates these ops and dtypes (hiding a bug by avoiding its op would blind the
 campaign); only the catalogue's own self-test (tests/test_catalogue.py) accepts a failure that
-matches an entry here. Each entry is a real TVM 0.27 defect seen by `python -m fuzz.selfcheck`.
+matches an entry here. Each entry is a real TVM 0.27 defect seen by `python -m worker.selfcheck`.
 """
 from __future__ import annotations
 

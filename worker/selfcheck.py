@@ -8,12 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from . import dims as D
-from .choice import Chooser, RandomChooser
-from .generate import GenContext, apply_op
-from .catalogue import CATALOGUE
-from .inputs import make_inputs
-from .model import Block, Function, Program, TensorTy, TupleTy, Ty
+from fuzz import dims as D
+from fuzz.choice import RandomChooser
+from fuzz.catalogue import CATALOGUE
+from fuzz.generate import single_op_program
+from fuzz.inputs import make_inputs
+from fuzz.model import Program, TupleTy, Ty
 
 
 @dataclass
@@ -25,28 +25,8 @@ class Problem:
     program: Optional[Program] = None
 
 
-def single_op_program(op: str, ch: Chooser, allow_sym: Optional[bool] = None) -> Optional[Program]:
-    ctx = GenContext(ch, "valid", allow_sym=ch.boolean(0.4) if allow_sym is None else allow_sym)
-    node = None
-    for _ in range(20):
-        node = apply_op(ctx, CATALOGUE[op])
-        if node is not None:
-            break
-    if node is None:
-        return None
-    items = [n for n in ctx.nodes if n.op == "get_item"]
-    ret = node.name
-    if isinstance(node.ty, TupleTy):
-        if not items:
-            return None
-        ret = ctx.add_node("tuple", [n.name for n in items], {},
-                           TupleTy([n.ty for n in items])).name
-    f = Function("main", ctx.params, [Block(True, ctx.nodes)], ret)
-    return Program([f], "main", {"generator": 0, "mode": "valid", "seed": None})
-
-
 def _same_ty(ours: Ty, tvms: Ty, env: dict) -> bool:
-    from .materialize import eval_dim_text
+    from fuzz.materialize import eval_dim_text
 
     if isinstance(ours, TupleTy) or isinstance(tvms, TupleTy):
         return (isinstance(ours, TupleTy) and isinstance(tvms, TupleTy)
@@ -61,7 +41,7 @@ def check_op(op: str, seeds=range(10), run: bool = True, runner=None) -> list[Pr
     """Problems of ``op``'s spec on one-op programs from ``seeds``. Types are checked here;
     build and run go through the sandbox (``runner``: a worker.sandbox_runner.SandboxRunner,
     made and closed here when not given), since some of them crash TVM's process."""
-    from .materialize import materialize, struct_info_of
+    from fuzz.materialize import materialize, struct_info_of
 
     problems: list[Problem] = []
     progs = []
@@ -86,7 +66,7 @@ def check_op(op: str, seeds=range(10), run: bool = True, runner=None) -> list[Pr
     if not progs:
         problems.append(Problem(op, -1, "no-sample", "sample() never succeeded"))
     if run and progs:
-        from worker.sandbox_runner import SandboxRunner
+        from .sandbox_runner import SandboxRunner
 
         own = runner is None
         runner = runner or SandboxRunner(timeout=120)
@@ -105,17 +85,17 @@ def check_op(op: str, seeds=range(10), run: bool = True, runner=None) -> list[Pr
 
 
 def main(argv=None) -> int:
-    """``python -m fuzz.selfcheck [OP ...] [--seeds N]``: print problems per op."""
+    """``python -m worker.selfcheck [OP ...] [--seeds N]``: print problems per op."""
     import argparse
     import collections
 
-    ap = argparse.ArgumentParser(prog="python -m fuzz.selfcheck")
+    ap = argparse.ArgumentParser(prog="python -m worker.selfcheck")
     ap.add_argument("ops", nargs="*")
     ap.add_argument("--seeds", type=int, default=8)
     ap.add_argument("--family")
     a = ap.parse_args(argv)
     ops = a.ops or sorted(n for n, s in CATALOGUE.items() if not a.family or s.family == a.family)
-    from worker.sandbox_runner import SandboxRunner
+    from .sandbox_runner import SandboxRunner
 
     bad = 0
     runner = SandboxRunner(timeout=120)

@@ -16,7 +16,7 @@ import click
 
 from corpus.store import DEFAULT_CORPUS
 
-from . import GENERATOR_VERSION
+from fuzz import GENERATOR_VERSION
 
 
 def parse_duration(text: str) -> float:
@@ -107,7 +107,7 @@ def cli():
 
 
 def shape_kinds(program) -> list[str]:
-    from .model import TensorTy
+    from fuzz.model import TensorTy
 
     kinds = []
     for f in program.functions:
@@ -154,12 +154,12 @@ def gen(count, seed, out, mode, ops, ir, axis_separators):
     """Generate COUNT programs: one JSON (canonical) and one TVMScript file per case."""
     from worker.sandbox_runner import ScriptFailure, SandboxRunner
 
-    from .generate import generate
+    from fuzz.generate import generate
 
     out_dir = _out_dir(out)
     op_hist, dt_hist, kind_hist = collections.Counter(), collections.Counter(), collections.Counter()
     if ir == "tir":
-        from .tir.generate import generate_tir
+        from fuzz.tir.generate import generate_tir
 
         progs = [generate_tir(seed + i, mode="near_valid" if mode == "near-valid" else "valid",
                               features={"axis_separators": axis_separators})
@@ -429,10 +429,10 @@ def report(input_spec, out, timeout, corpus_dir, tvm_python, env_version, run_bi
 @click.option("--seeds", type=click.IntRange(min=1), default=4, show_default=True)
 def catalogue_cmd(check, seeds):
     """List the op catalogue (by family), or check it against TVM."""
-    from .catalogue import CATALOGUE
+    from fuzz.catalogue import CATALOGUE
 
     if check:
-        from .selfcheck import main as selfcheck_main
+        from worker.selfcheck import main as selfcheck_main
 
         sys.exit(selfcheck_main(["--seeds", str(seeds)]))
     fams = collections.defaultdict(list)

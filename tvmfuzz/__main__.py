@@ -1,0 +1,4 @@
+"""``python -m tvmfuzz``: the same as the ``tvmfuzz`` command."""
+from tvmfuzz.cli import main
+
+raise SystemExit(main())
