@@ -146,3 +146,22 @@ def test_call_tir_needs_destination_passing_style():
     accumulates = writes.copy()
     accumulates.body[0].body[0].value = M.binop("+", M.load("B", [i]), M.load("A", [i]))
     assert call_tir_outputs(accumulates, TR.make_inputs(accumulates, 0)) is None
+
+
+def test_numeric_findings_name_the_step_that_made_them_wrong_and_uninitialized_reads():
+    """A wrong result is named by the schedule step whose prefix first disagrees with the
+    reference (not the last step applied), and one that moves with the fill of fresh memory
+    says it reads uninitialized memory (a reduction must not slide from one to the other).
+    Seeds found by a campaign on 0.27; both are TVM bugs (cache_write, cache_read)."""
+    from worker.sandbox_runner import SandboxRunner
+
+    runner = SandboxRunner(timeout=120)
+    try:
+        wrong = runner(make_case(70079, None, ("llvm",), ("tir",), True, {}))
+        uninit = runner(make_case(70041, None, ("llvm",), ("tir",), True, {}))
+    finally:
+        runner.close()
+    assert [s["prim"] for s in wrong["extra"]["schedule"]] == ["split", "cache_write", "fuse"]
+    assert wrong["extra"]["numeric_key"] == "tir int64 after cache_write"
+    assert uninit["extra"]["numeric_key"] == ("tir float32 after cache_read reading "
+                                              "uninitialized memory")

@@ -226,10 +226,15 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
             if expected is not None and exact:
                 diff = reference.compare(program, expected, actual)
                 if diff:
+                    from .uninit import reads_uninitialized
+
                     index, text = diff
+                    key = reference.numeric_key(program, index)
+                    if reads_uninitialized(lambda: reference.flatten(_to_numpy(
+                            vm[program.entry](*[_tensor(a, v) for a in args]))), actual):
+                        key += " reading uninitialized memory"
                     return done(Outcome("fail", "numeric", "compare", "", text.split(";")[0],
-                                        "", text, extra={"numeric_key": reference.numeric_key(
-                                            program, index)}), v)
+                                        "", text, extra={"numeric_key": key}), v)
             elif first is not None and exact and first[2]:
                 diff = reference.compare(program, first[1], actual)
                 if diff:

@@ -77,6 +77,7 @@ def run_tir_case(prog, variants: Optional[list] = None, input_seed: int = 0,
         # the build then accepts and runs it (checked below, as for Relax).
         extra["verifier"] = why
 
+    unscheduled = mod
     sched = prog.meta.get("schedule")
     if sched:
         breadcrumb.mark(stage="schedule")
@@ -148,8 +149,13 @@ def run_tir_case(prog, variants: Optional[list] = None, input_seed: int = 0,
         exact = _exact(extra)
         diff = TB.compare(prog, got, expected) if exact else None
         if diff:
+            if extra.get("schedule") and v.pipeline != "call_tir":
+                extra["guilty_step"] = _guilty_step(unscheduled, prog, v, inputs, expected,
+                                                    extra["schedule"])
+            key = _numeric_key(prog, diff, v, extra) + _uninit_suffix(
+                lambda: _run(built, prog, inputs), got, v)
             return done(Outcome("fail", "numeric", "compare", "", diff.split(";")[0], "", diff,
-                                extra={"numeric_key": _numeric_key(prog, diff, v, extra)}), v)
+                                extra={"numeric_key": key}), v)
         if first is not None and exact:
             diff = TB.compare(prog, got, first[1])
             if diff:
@@ -169,6 +175,44 @@ def run_tir_case(prog, variants: Optional[list] = None, input_seed: int = 0,
     return done(Outcome("pass"))
 
 
+def _guilty_step(mod, prog, v: Variant, inputs: dict, expected: dict, steps: list):
+    """The schedule step that makes the result wrong: the shortest prefix of ``steps`` whose
+    build already disagrees with the reference (binary search, a few builds; a wrong result
+    is named by the primitive that causes it, not the last one applied). None when no prefix
+    shorter than the whole disagrees on its own (then the whole schedule is needed)."""
+    from fuzz.tir import build as TB
+
+    from . import tir_schedule as TS
+
+    def wrong(k: int) -> bool:
+        try:
+            built = _build(TS.apply_schedule(mod, steps[:k]), v, pass_watch(False), {})
+            return bool(TB.compare(prog, _run(built, prog, inputs), expected))
+        except Exception:  # noqa: BLE001 - a prefix that does not build or apply says nothing
+            return False
+
+    lo, hi = 0, len(steps)   # wrong(hi) holds (the finding); wrong(0): the unscheduled build
+    if wrong(0):
+        return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if wrong(mid):
+            hi = mid
+        else:
+            lo = mid
+    return steps[hi - 1]
+
+
+def _uninit_suffix(rerun, got, v: Variant) -> str:
+    """" reading uninitialized memory" when the result moves with the fill of fresh memory
+    (worker/uninit.py); call_tir variants allocate through Relax and are not re-run."""
+    from .uninit import reads_uninitialized
+
+    if v.pipeline == "call_tir":
+        return ""
+    return " reading uninitialized memory" if reads_uninitialized(rerun, got) else ""
+
+
 def _exact(extra: dict) -> bool:
     from .tir_schedule import is_exact
 
@@ -182,8 +226,11 @@ def _numeric_key(prog, diff: str, v: Variant, extra: dict, versus: str = "") -> 
     dtype = next((b.dtype for b in list(prog.params) + prog.allocs() if b.name == name), "")
     parts = ["tir", dtype]
     steps = extra.get("schedule") or []
-    if steps:
-        parts.append(f"after {steps[-1].get('prim')}")
+    # The step that made it wrong (None: the unscheduled build is already wrong); cases judged
+    # before that search existed name their last step.
+    guilty = extra["guilty_step"] if "guilty_step" in extra else (steps[-1] if steps else None)
+    if guilty:
+        parts.append(f"after {guilty.get('prim')}")
     if v.passes:
         parts.append("after a TIR pass order")
     if versus:
