@@ -3,8 +3,9 @@
 FROM python:3.11-slim-bookworm
 
 # gcc: the "c" target variant compiles the C that TVM generates. No nvcc: no CUDA variants.
+# bubblewrap: the jail the worker runs every case from the broker in (README, "the jail").
 RUN apt-get update -qq \
-    && apt-get install -y -qq --no-install-recommends gcc libc6-dev \
+    && apt-get install -y -qq --no-install-recommends gcc libc6-dev bubblewrap \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /opt/tvmfuzz
@@ -13,6 +14,7 @@ COPY fuzz fuzz
 COPY worker worker
 COPY corpus corpus
 COPY reducer reducer
+COPY tvmfuzz tvmfuzz
 RUN pip install --no-cache-dir --disable-pip-version-check . \
     && useradd --create-home --uid 1000 fuzz \
     && mkdir -p /data && chown fuzz /data

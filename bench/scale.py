@@ -52,8 +52,10 @@ def start_redis(tmp: Path):
 
 
 def start_worker(url: str, log: Path, env=None) -> subprocess.Popen:
+    # --insecure-broker: this Redis has no password, and listens on loopback only.
     p = subprocess.Popen([sys.executable, "-m", "tvmfuzz", "worker", "--broker", url,
-                          "--concurrency", "1", "--loglevel", "WARNING"], cwd=ROOT, env=env,
+                          "--insecure-broker", "--concurrency", "1", "--loglevel", "WARNING"],
+                         cwd=ROOT, env=env,
                          start_new_session=True, stdout=log.open("w"), stderr=subprocess.STDOUT)
     return p
 

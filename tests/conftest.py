@@ -41,6 +41,9 @@ def pytest_addoption(parser):
     parser.addoption("--releases", action="store_true",
                      help="run tests marked release (they install other TVM releases with "
                           "`tvmfuzz env add` into .cache/tvmfuzz-home, kept between runs)")
+    parser.addoption("--deploy", action="store_true",
+                     help="run tests marked deploy (a fresh virtualenv with the package "
+                          "installed without extras, and the compose stack's commands)")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -50,7 +53,11 @@ def pytest_collection_modifyitems(config, items):
     if not config.getoption("--releases"):
         skips.append(("release", pytest.mark.skip(
             reason="needs other TVM releases: run with --releases")))
+    if not config.getoption("--deploy"):
+        skips.append(("deploy", pytest.mark.skip(reason="installs into a fresh virtualenv: "
+                                                        "run with --deploy")))
     for item in items:
         for name, skip in skips:
-            if name in item.keywords:
+            # Markers only: item.keywords also holds directory names (a checkout in deploy/).
+            if item.get_closest_marker(name):
                 item.add_marker(skip)

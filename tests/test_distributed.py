@@ -29,6 +29,7 @@ from worker.distributed import (BrokerUnavailable, Coordinator, DistConfig, Infl
 ROOT = Path(__file__).resolve().parents[1]
 REDIS_SERVER = shutil.which("redis-server")
 VT = 20          # workers' visibility timeout (s)
+PASSWORD = "test-4f1c9e0b7d2a"   # the module's Redis: every test goes through a password
 BATCH = 4        # cases per batch in the tests that count seeds
 
 
@@ -57,18 +58,30 @@ def wait_for(pred, timeout: float, what: str, step: float = 0.2, box: dict = Non
 
 
 class RedisServer:
-    def __init__(self, tmp: Path):
+    """redis-server on a free loopback port. ``password``: its --requirepass (in ``url``);
+    ``tls``: {"cert", "key", "ca"} files, served on that port with TLS only (``url`` is then
+    rediss://, trusting ``ca``); ``args``: more options (later ones win)."""
+
+    def __init__(self, tmp: Path, password: str = None, tls: dict = None, args=()):
         self.port, self.dir, self.proc = free_port(), tmp, None
-        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.password, self.tls, self.args = password, tls, list(args)
+        auth = f":{password}@" if password else ""
+        self.url = (f"rediss://{auth}127.0.0.1:{self.port}/0?ssl_ca_certs={tls['ca']}" if tls
+                    else f"redis://{auth}127.0.0.1:{self.port}/0")
 
     def start(self):
+        port = ["--port", "0", "--tls-port", str(self.port), "--tls-cert-file",
+                self.tls["cert"], "--tls-key-file", self.tls["key"], "--tls-ca-cert-file",
+                self.tls["ca"], "--tls-auth-clients", "no"] if self.tls \
+            else ["--port", str(self.port)]
         self.proc = subprocess.Popen(
-            [REDIS_SERVER, "--port", str(self.port), "--save", "", "--appendonly", "no",
-             "--bind", "127.0.0.1", "--dir", str(self.dir)],
+            [REDIS_SERVER, *port, "--save", "", "--appendonly", "no", "--bind", "127.0.0.1",
+             "--dir", str(self.dir)]
+            + (["--requirepass", self.password] if self.password else []) + self.args,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         import redis
 
-        r = redis.Redis(port=self.port, socket_connect_timeout=1)
+        r = redis.Redis.from_url(self.url, socket_connect_timeout=1)
 
         def up():
             try:
@@ -89,14 +102,20 @@ class Worker:
     """``tvmfuzz worker`` in its own session: killing its group kills the Celery main
     process, the pool process and the sandbox server (whose children die with it)."""
 
-    def __init__(self, url: str, log: Path):
+    def __init__(self, url: str, log: Path, argv: list = None, env: dict = None,
+                 cwd: Path = ROOT):
+        """``argv``: the command (default: this checkout's ``tvmfuzz worker --broker URL``);
+        ``env``: its whole environment."""
         self.log = log
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tvmfuzz", "worker", "--broker", url, "--concurrency", "1",
-             "--visibility-timeout", str(VT), "--loglevel", "INFO"],
-            cwd=ROOT, start_new_session=True, stdout=log.open("w"), stderr=subprocess.STDOUT)
+            argv or [sys.executable, "-m", "tvmfuzz", "worker", "--broker", url,
+                     "--concurrency", "1", "--visibility-timeout", str(VT), "--loglevel", "INFO"],
+            cwd=cwd, env=env, start_new_session=True, stdout=log.open("w"),
+            stderr=subprocess.STDOUT)
         self.name = f"tvmfuzz-{self.proc.pid}@"
-        wait_for(lambda: " ready." in self.text(), 90, f"worker {self.proc.pid} to start")
+        wait_for(lambda: " ready." in self.text() or not self.alive(), 90,
+                 f"worker {self.proc.pid} to start")
+        assert self.alive(), f"the worker exited {self.proc.returncode}:\n{self.text()[-3000:]}"
 
     def text(self, since: int = 0) -> str:
         return self.log.read_text(errors="replace")[since:]
@@ -114,7 +133,7 @@ def cluster(tmp_path_factory):
     """One redis-server and two workers for the module; tests that kill one replace it."""
     needs_redis()
     tmp = tmp_path_factory.mktemp("cluster")
-    redis_server = RedisServer(tmp)
+    redis_server = RedisServer(tmp, password=PASSWORD)
     redis_server.start()
 
     class Cluster:
@@ -178,13 +197,82 @@ def finish(t, box, timeout=150):
 # --- without Redis ------------------------------------------------------------------------
 def test_unreachable_broker_is_one_line_and_exit_2(tmp_path):
     r = subprocess.run([sys.executable, "-m", "tvmfuzz", "run", "--broker",
-                        f"redis://127.0.0.1:{free_port()}/0", "--time", "5s", "--out",
+                        f"redis://:pw@127.0.0.1:{free_port()}/0", "--time", "5s", "--out",
                         str(tmp_path / "run"), "--corpus", str(tmp_path / "corpus")],
                        capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("tvmfuzz: error: cannot reach the broker")
     assert not (tmp_path / "corpus").exists(), "work was done before the broker check"
+
+
+def one_error_line(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("tvmfuzz: error: "), err
+    return err[0]
+
+
+@pytest.mark.parametrize("cmd", [["run", "--time", "5s"], ["worker"]])
+def test_broker_url_needs_a_password_or_insecure_on_loopback(cmd, tmp_path, capsys,
+                                                             monkeypatch):
+    monkeypatch.delenv("TVMFUZZ_BROKER", raising=False)
+    out = ["--out", str(tmp_path / "run")] if cmd[0] == "run" else []
+    dead = free_port()
+
+    def refused(*args) -> str:
+        assert main([*cmd, *out, *args]) == 2
+        return one_error_line(capsys)
+
+    for url in (f"redis://127.0.0.1:{dead}/0", f"rediss://10.1.2.3:{dead}/0",
+                f"redis://user@127.0.0.1:{dead}/0", f"redis://:@localhost:{dead}/0"):
+        line = refused("--broker", url)
+        assert "has no password" in line and "--insecure-broker" in line
+    if cmd == ["worker"]:                          # the default URL has no password either
+        assert "has no password" in refused()
+    for url in (f"redis://10.1.2.3:{dead}/0", f"redis://:pw@10.1.2.3:{dead}/0",
+                f"redis://example.org:{dead}/0", f"redis://[::2]:{dead}/0"):
+        line = refused("--broker", url, "--insecure-broker")
+        assert line.startswith("tvmfuzz: error: --insecure-broker: only for a Redis on this "
+                               "machine")
+    assert "is not a Redis URL" in refused("--broker", "http://:pw@127.0.0.1/0")
+    assert "pw" not in refused("--broker", "amqp://u:pw@127.0.0.1/0")   # never echoed
+    assert not (tmp_path / "run").exists(), "work was done before the broker check"
+    if cmd[0] == "run":
+        # Loopback and --insecure-broker: accepted, so the next error is the missing Redis.
+        for host in ("127.0.0.1", "127.8.9.10", "localhost", "[::1]"):
+            line = refused("--broker", f"redis://{host}:{dead}/0", "--insecure-broker")
+            assert line.startswith("tvmfuzz: error: cannot reach the broker at redis://")
+        assert refused("--broker", f"rediss://:pw@127.0.0.1:{dead}/0").startswith(
+            "tvmfuzz: error: cannot reach the broker at rediss://:**@127.0.0.1")
+        assert "only with --broker" in refused("--insecure-broker")
+
+
+def test_run_broker_without_url_reads_tvmfuzz_broker(tmp_path, capsys, monkeypatch):
+    """`run --broker` alone takes the URL (and its password) from the environment."""
+    args = ["run", "--broker", "--time", "5s", "--out", str(tmp_path / "run")]
+    monkeypatch.delenv("TVMFUZZ_BROKER", raising=False)
+    assert main(args) == 2
+    assert "$TVMFUZZ_BROKER, which is not set" in one_error_line(capsys)
+    monkeypatch.setenv("TVMFUZZ_BROKER", f"redis://10.1.2.3:{free_port()}/0")
+    assert main(args) == 2
+    assert "redis://10.1.2.3" in one_error_line(capsys)      # the env's URL, checked
+    monkeypatch.setenv("TVMFUZZ_BROKER", f"redis://:secret-pw@127.0.0.1:{free_port()}/0")
+    assert main(args) == 2
+    line = one_error_line(capsys)
+    assert "cannot reach the broker at redis://:**@127.0.0.1" in line and "secret" not in line
+
+
+def test_rediss_url_verifies_the_server_certificate():
+    """kombu alone takes a bare rediss:// URL as TLS without certificate checks."""
+    import ssl
+
+    from worker.celery_app import make_app
+
+    conn = make_app("rediss://:pw@127.0.0.1:6380/0").connection_for_write()
+    assert conn.ssl == {"ssl_cert_reqs": ssl.CERT_REQUIRED}
+    conn = make_app("rediss://:pw@127.0.0.1:6380/0?ssl_ca_certs=/ca.pem").connection_for_write()
+    assert conn.ssl == {"ssl_ca_certs": "/ca.pem"}     # redis-py's default: CERT_REQUIRED
+    assert not make_app("redis://:pw@127.0.0.1:6379/0").connection_for_write().ssl
 
 
 def test_inflight_counts_a_batch_once():
@@ -328,6 +416,68 @@ def test_distributed_campaign_finds_and_stores_findings(cluster, tmp_path, capsy
     assert stats[-1]["cases"] == summary["cases"]
     assert json.loads((out / "campaign.json").read_text())["watermark"] == summary["watermark"]
     assert summary["distributed"]["workers"]
+
+
+def test_wrong_or_missing_password_is_one_line_before_any_work(cluster, tmp_path, capsys):
+    wrong = cluster.url.replace(PASSWORD, "not-the-password")
+    bare = cluster.url.replace(f":{PASSWORD}@", "")
+    for args, why in ((["--broker", wrong], "refused the URL's credentials: invalid"),
+                      (["--broker", bare, "--insecure-broker"], "wants a password")):
+        for cmd in (["worker"], ["run", "--time", "5s", "--out", str(tmp_path / "run"),
+                                 "--corpus", str(tmp_path / "corpus")]):
+            assert main([*cmd, *args]) == 2
+            line = one_error_line(capsys)
+            assert why in line and "not-the-password" not in line, line
+    assert not (tmp_path / "corpus").exists()
+
+
+def make_tls_files(tmp: Path) -> dict:
+    """A CA and a server certificate for 127.0.0.1 (openssl's command line)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+
+    def ssl(*args):
+        subprocess.run(["openssl", *args], cwd=tmp, check=True, capture_output=True)
+    ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
+        "-days", "2", "-subj", "/CN=tvmfuzz test CA")
+    ssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+        "-subj", "/CN=127.0.0.1")
+    (tmp / "san.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
+    ssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+        "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", "san.cnf")
+    return {"cert": str(tmp / "server.crt"), "key": str(tmp / "server.key"),
+            "ca": str(tmp / "ca.crt")}
+
+
+def test_rediss_broker_with_a_password(tmp_path):
+    """TLS: the coordinator's Redis client and Celery's both verify the server, against the CA
+    the URL names (?ssl_ca_certs=); without it, both refuse the self-signed server."""
+    import kombu.exceptions
+    import kombu.pools
+
+    from worker.celery_app import make_app
+    from worker.distributed import RedisBroker
+
+    needs_redis()
+    server = RedisServer(tmp_path, password=PASSWORD, tls=make_tls_files(tmp_path))
+    server.start()
+    try:
+        untrusted = server.url.split("?")[0]
+        with pytest.raises(BrokerUnavailable, match="certificate verify failed"):
+            RedisBroker(untrusted).check()
+        with pytest.raises(kombu.exceptions.OperationalError, match="certificate verify failed"):
+            make_app(untrusted).send_task("tvmfuzz.run_batch", args=[{}], retry=False)
+        # kombu's process-wide producer pools key a connection by host, port and credentials,
+        # not TLS options: the next app would get the failed one. (One URL per process in use.)
+        kombu.pools.reset()
+        b = RedisBroker(server.url)
+        b.check()
+        b.submit("0+1", "digest", [], 1.0, 1, (10, 20), 60.0)
+        assert b.redis.llen("tvmfuzz") == 1
+        b.close()
+        assert main(["worker", "--broker", server.url.replace(PASSWORD, "x")]) == 2
+    finally:
+        server.stop()
 
 
 def test_killed_worker_batch_is_redone_by_another(cluster, tmp_path):

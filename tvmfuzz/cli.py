@@ -6,11 +6,14 @@ one-line ``tvmfuzz: error: ...`` with exit status 2 that scripts and CI steps re
 from __future__ import annotations
 
 import collections
+import ipaddress
 import json
+import os
 import re
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import click
 
@@ -60,6 +63,11 @@ FORMAT_OPT = click.option("--format", "fmt", type=click.Choice(["text", "json"])
 TVM_PYTHON = click.option("--tvm-python", type=click.Path(exists=True, dir_okay=False),
                           default=None, help="Python interpreter of the TVM install to test "
                           "(the sandbox server runs under it)")
+INSECURE_BROKER = click.option(
+    "--insecure-broker", is_flag=True,
+    help="accept a broker URL without a password; only for a Redis on this machine "
+         "(127.0.0.0/8, localhost, ::1)")
+BROKER_FROM_ENV = "$TVMFUZZ_BROKER"    # `run --broker` given without a URL
 ENV_OPT = click.option("--env", "env_version", default=None, metavar="VERSION",
                        help="test this installed TVM release (`tvmfuzz env list`): --tvm-python "
                        "with that env's interpreter")
@@ -215,9 +223,13 @@ def gen(count, seed, out, mode, ops, ir, axis_separators):
 @CORPUS_OPT
 @TVM_PYTHON
 @ENV_OPT
-@click.option("--broker", default=None, metavar="URL",
+@click.option("--broker", default=None, metavar="[URL]", is_flag=False,
+              flag_value=BROKER_FROM_ENV,
               help="distributed mode: send the cases to `tvmfuzz worker`s through this Redis "
-                   "(redis://HOST:6379/0); this process only coordinates (--jobs is unused)")
+                   "(redis://:PASSWORD@HOST:6379/0; without URL: $TVMFUZZ_BROKER, which keeps "
+                   "the password off the command line); this process only coordinates "
+                   "(--jobs is unused)")
+@INSECURE_BROKER
 @click.option("--reduce/--no-reduce", "auto_reduce", default=True, show_default=True,
               help="reduce each new bucket in the background into OUT/reduced/<bucket>/")
 @click.option("--in-flight", type=click.IntRange(min=0), default=0, show_default=True,
@@ -227,13 +239,22 @@ def gen(count, seed, out, mode, ops, ir, axis_separators):
 @click.option("--schedules/--no-schedules", default=True, show_default=True,
               help="apply random s_tir schedule primitives to some TIR cases")
 def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_dir, tvm_python,
-        env_version, auto_reduce, broker, in_flight, ir, schedules):
+        env_version, auto_reduce, broker, insecure_broker, in_flight, ir, schedules):
     """A campaign on this machine: generate, compile and run (llvm plus a random variant) in
     crash-isolated sandboxes, judge, keep every finding. With --broker, the cases run on
     Celery workers instead (see `tvmfuzz worker`)."""
     from worker.campaign import TARGET_KINDS, run_campaign
 
     tvm_python = _tvm_python(env_version, tvm_python)
+    if broker == BROKER_FROM_ENV:
+        broker = os.environ.get("TVMFUZZ_BROKER")
+        if not broker:
+            raise click.UsageError("--broker without a URL takes it from $TVMFUZZ_BROKER, "
+                                   "which is not set")
+    if broker is not None:
+        _check_broker_url(broker, insecure_broker)
+    elif insecure_broker:
+        raise click.UsageError("--insecure-broker: only with --broker")
     irs = tuple(dict.fromkeys(t.strip() for t in ir.split(",") if t.strip()))
     if not irs or set(irs) - {"relax", "tir"}:
         raise click.UsageError(f"--ir: {ir!r}: give relax, tir or relax,tir")
@@ -247,8 +268,7 @@ def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_di
         raise click.UsageError(f"--resume: no campaign to resume in {out_dir}")
     from corpus import CorpusError
 
-    if broker:
-        _check_broker_url(broker)
+    if broker is not None:
         if tvm_python:
             raise click.UsageError(f"--{'env' if env_version else 'tvm-python'}: in distributed "
                                    "mode the workers choose their TVM (tvmfuzz worker --env "
@@ -274,14 +294,46 @@ def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_di
     sys.exit(0)
 
 
-def _check_broker_url(url: str) -> None:
-    if not re.match(r"rediss?://", url):
-        raise click.UsageError(f"--broker: {url!r} is not a Redis URL (redis://HOST:6379/0)")
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_broker_url(url: str, insecure: bool) -> None:
+    """A Redis URL with a password (Redis runs whatever batches anyone who reaches it sends),
+    unless ``insecure`` (--insecure-broker), which only a Redis on this machine may be."""
+    from worker.celery_app import safe_url
+
+    try:
+        parts = urlsplit(url)
+        host, _ = parts.hostname, parts.port
+    except ValueError as e:
+        raise click.UsageError(f"--broker: {safe_url(url)!r}: {e}")
+    if parts.scheme not in ("redis", "rediss") or not host:
+        raise click.UsageError(f"--broker: {safe_url(url)!r} is not a Redis URL "
+                               "(redis://:PASSWORD@HOST:6379/0, or rediss:// for TLS)")
+    if insecure and not _is_loopback(host):
+        raise click.UsageError(f"--insecure-broker: only for a Redis on this machine "
+                               f"(127.0.0.0/8, localhost, ::1), not {host}: give the URL "
+                               "its password (redis://:PASSWORD@HOST:6379/0)")
+    if not parts.password and not insecure:
+        raise click.UsageError(f"--broker: {safe_url(url)} has no password, and Redis runs "
+                               "the batches of anyone who reaches it: start it with "
+                               "--requirepass (or an ACL user) and use redis://:PASSWORD@HOST"
+                               ":6379/0 (or redis://USER:PASSWORD@...), or for a Redis on "
+                               "this machine, --insecure-broker")
 
 
 @cli.command()
 @click.option("--broker", envvar="TVMFUZZ_BROKER", default="redis://localhost:6379/0",
-              show_default=True, metavar="URL", help="Redis URL (also $TVMFUZZ_BROKER)")
+              show_default=True, metavar="URL",
+              help="Redis URL with its password, redis://:PASSWORD@HOST:6379/0 (also "
+                   "$TVMFUZZ_BROKER, which keeps the password off the command line)")
+@INSECURE_BROKER
 @click.option("--concurrency", "-c", type=click.IntRange(min=1), default=None,
               help="pool processes, each with its own sandbox (default: CPU count)")
 @click.option("--visibility-timeout", type=Duration(), default="3600", show_default=True,
@@ -293,15 +345,19 @@ def _check_broker_url(url: str) -> None:
 @TVM_PYTHON
 @ENV_OPT
 @JAIL_OPT
-def worker(broker, concurrency, visibility_timeout, hostname, loglevel, tvm_python, env_version,
-           jail_on):
+def worker(broker, insecure_broker, concurrency, visibility_timeout, hostname, loglevel,
+           tvm_python, env_version, jail_on):
     """A distributed-mode worker: runs the batches a `tvmfuzz run --broker` coordinator sends,
     each in a crash-isolated sandbox (Celery, prefork pool; TVM is never imported here)."""
-    import os
-
-    _check_broker_url(broker)
+    _check_broker_url(broker, insecure_broker)
     tvm_python = _tvm_python(env_version, tvm_python)
-    from worker.celery_app import make_app
+    from worker.celery_app import broker_refusal, make_app
+
+    # A wrong password is one line now, not Celery retrying it forever; an unreachable Redis
+    # is waited for (it may start after the workers).
+    why = broker_refusal(broker)
+    if why:
+        raise click.UsageError(why)
 
     app = make_app(broker, visibility_timeout=visibility_timeout, tvm_python=tvm_python,
                    jail=_jail(jail_on))

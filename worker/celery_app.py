@@ -59,6 +59,12 @@ def make_app(broker: str = DEFAULT_BROKER, visibility_timeout: float = DEFAULT_V
     (``run_batch``; bench/coordinator_load.py passes a fake that answers at once)."""
     app = Celery("tvmfuzz", broker=broker, set_as_current=False)
     vt = float(visibility_timeout)
+    if _needs_tls_default(broker):
+        # kombu takes a bare rediss:// URL as TLS *without* certificate checks; verify the
+        # server as the redis client (the replies) does. ?ssl_cert_reqs=... in the URL rules.
+        import ssl
+
+        app.conf.broker_use_ssl = {"ssl_cert_reqs": ssl.CERT_REQUIRED}
     app.conf.update(
         task_serializer="json", accept_content=["json"],
         result_serializer="json", result_accept_content=["json"],
@@ -88,6 +94,58 @@ def make_app(broker: str = DEFAULT_BROKER, visibility_timeout: float = DEFAULT_V
     _WORKER.update(python=tvm_python, broker=broker, jail=jail)
     app.task(name=TASK, bind=True)(task or run_batch)
     return app
+
+
+def safe_url(url: str) -> str:
+    """``url`` with its password masked, for messages and logs (never raises: it also shows
+    the URLs the checks refuse)."""
+    scheme, sep, rest = url.partition("://")
+    end = min((i for i in map(rest.find, "/?#") if i >= 0), default=len(rest))
+    userinfo, at, host = rest[:end].rpartition("@")
+    if not sep or not at or ":" not in userinfo:
+        return url
+    return f"{scheme}://{userinfo.split(':', 1)[0]}:**@{host}{rest[end:]}"
+
+
+def _needs_tls_default(url: str) -> bool:
+    from urllib.parse import parse_qs, urlsplit
+
+    parts = urlsplit(url)
+    return parts.scheme == "rediss" and not any(k.startswith("ssl_")
+                                                 for k in parse_qs(parts.query))
+
+
+def refusal(url: str, err: Exception) -> str:
+    """One line for a Redis that answered but refused this client."""
+    from urllib.parse import urlsplit
+
+    import redis
+
+    why = (str(err).splitlines() or [""])[0] or type(err).__name__
+    if isinstance(err, redis.AuthenticationError):
+        if not urlsplit(url).password:
+            return (f"the broker at {safe_url(url)} wants a password: "
+                    "redis://:PASSWORD@HOST:6379/0 (or redis://USER:PASSWORD@...)")
+        return f"the broker at {safe_url(url)} refused the URL's credentials: {why}"
+    return f"the broker at {safe_url(url)} refused this client: {why}"
+
+
+def broker_refusal(url: str) -> str | None:
+    """Why Redis at ``url`` refuses this client (a wrong or missing password, an ACL user
+    without the commands), as one line; None when it accepts, or cannot be reached now (a
+    worker then waits for it, as for a Redis restart)."""
+    import redis
+
+    client = redis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=10)
+    try:
+        client.ping()
+    except (redis.AuthenticationError, redis.ResponseError) as e:
+        return refusal(url, e)
+    except (redis.ConnectionError, redis.TimeoutError, OSError):
+        return None
+    finally:
+        client.close()
+    return None
 
 
 # --- in the pool process ------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Distributed mode, coordinator side: ``tvmfuzz run --broker redis://HOST:6379/0``.
+"""Distributed mode, coordinator side: ``tvmfuzz run --broker redis://:PW@HOST:6379/0``.
 
 The coordinator does what a local campaign's main thread does (hand out seeds, keep every
 finding in findings/ and the corpus, the watermark in campaign.json, stats.jsonl, the display,
@@ -28,7 +28,8 @@ from typing import Callable, Optional
 
 from .campaign import (BATCH, TARGET_KINDS, CampaignConfig, Recorder, SeedPlan, _summarize,
                        make_case, open_campaign)
-from .celery_app import QUEUE, REPLY_PREFIX, TASK, make_app, time_limits
+from .celery_app import (QUEUE, REPLY_PREFIX, TASK, make_app, refusal, safe_url,
+                         time_limits)
 
 
 class BrokerUnavailable(Exception):
@@ -101,12 +102,6 @@ class Inflight:
 
 
 # --- the broker ---------------------------------------------------------------------------
-def _safe_url(url: str) -> str:
-    from kombu.utils.url import maybe_sanitize_url
-
-    return maybe_sanitize_url(url)
-
-
 class RedisBroker:
     """Celery for sending batches, plain Redis for the replies and for liveness checks."""
 
@@ -123,10 +118,14 @@ class RedisBroker:
 
     def check(self) -> str:
         """Redis's run_id (it changes when Redis restarts), or BrokerUnavailable."""
+        import redis
+
         try:
             return self.redis.info("server")["run_id"]
+        except (redis.AuthenticationError, redis.ResponseError) as e:
+            raise BrokerUnavailable(refusal(self.url, e)) from e
         except self.errors as e:
-            raise BrokerUnavailable(f"cannot reach the broker at {_safe_url(self.url)}: "
+            raise BrokerUnavailable(f"cannot reach the broker at {safe_url(self.url)}: "
                                     f"{str(e).splitlines()[0] if str(e) else type(e).__name__}"
                                     ) from e
 

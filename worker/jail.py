@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 NOBODY = 65534
+SCRATCH = "/tmp"
 # Variables the jailed server gets from the caller's environment; everything else is dropped.
 KEEP_ENV = ("PATH", "PYTHONPATH", "MALLOC_ARENA_MAX", "LANG", "LC_ALL", "TZ",
             "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OMP_NUM_THREADS", "TVM_NUM_THREADS",
@@ -61,7 +62,6 @@ class Jail:
         bwrap, setpriv = _tools()
         python = argv[0]
         cmd = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-               "--perms", "1777", "--tmpfs", "/tmp",
                "--unshare-net", "--unshare-ipc", "--unshare-pid", "--unshare-uts",
                "--unshare-cgroup-try", "--die-with-parent", "--new-session",
                "--chdir", "/tmp", "--clearenv"]
@@ -85,7 +85,9 @@ class Jail:
         if os.geteuid() == 0:
             homes.add("/root")
         dirs = [d for d in homes | {os.path.abspath(h) for h in self.hide} if d and d != "/"]
-        return sorted({os.path.realpath(d) for d in dirs if os.path.isdir(d)})
+        # /tmp too: the jail's scratch directory is a fresh tmpfs over it (an interpreter
+        # installed under /tmp is bound back like any other).
+        return sorted({os.path.realpath(d) for d in dirs if os.path.isdir(d)} | {SCRATCH})
 
 
 def _mounts(hidden: list[str], needed: list[str]) -> list[str]:
@@ -107,7 +109,9 @@ def _mounts(hidden: list[str], needed: list[str]) -> list[str]:
     out: list[str] = []
     order = {"hide": 0, "dir": 1, "need": 2}
     for path, op in sorted(set(ops), key=lambda o: (o[0].count(os.sep), order[o[1]], o[0])):
-        out += {"hide": ["--perms", "0755", "--tmpfs", path], "dir": ["--perms", "0755", "--dir", path],
+        mode = "1777" if path == SCRATCH else "0755"   # the scratch directory is writable
+        out += {"hide": ["--perms", mode, "--tmpfs", path],
+                "dir": ["--perms", "0755", "--dir", path],
                 "need": ["--ro-bind", path, path]}[op]
     return out
 
