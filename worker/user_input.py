@@ -110,7 +110,8 @@ def case_problem(prog: Program) -> Optional[str]:
         if set(v) - VARIANT_KEYS:
             return f"{where} has unknown fields {sorted(set(v) - VARIANT_KEYS)}"
         if v.get("extra_passes"):
-            return (f"{where} names modules to import ({', '.join(map(str, v['extra_passes']))}); "
+            return (f"{where} names modules to import (extra_passes: "
+                    f"{', '.join(map(str, v['extra_passes']))}); "
                     "a case from a file, the broker or a corpus never imports code")
         target = v.get("target", {"kind": "llvm"})
         if not isinstance(target, dict) or set(target) - TARGET_KEYS \
