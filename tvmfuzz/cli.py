@@ -11,7 +11,6 @@ import json
 import os
 import re
 import sys
-import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -268,6 +267,9 @@ def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_di
         raise click.UsageError(f"--resume: no campaign to resume in {out_dir}")
     from corpus import CorpusError
 
+    from reducer.autoreduce import AutoReducer
+
+    reducer = AutoReducer if auto_reduce else None
     if broker is not None:
         if tvm_python:
             raise click.UsageError(f"--{'env' if env_version else 'tvm-python'}: in distributed "
@@ -278,7 +280,7 @@ def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_di
         try:
             run_distributed(budget, out_dir, broker, seed, mode, echo=click.echo,
                             replays=replays, targets=kinds, resume=resume, live=live,
-                            corpus=Path(corpus_dir), reduce=auto_reduce, in_flight=in_flight,
+                            corpus=Path(corpus_dir), reduce=reducer, in_flight=in_flight,
                             ir=irs, schedules=schedules)
         except (BrokerUnavailable, CorpusError) as e:
             raise click.UsageError(str(e))
@@ -288,7 +290,7 @@ def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_di
     try:
         run_campaign(budget, out_dir, seed, mode, echo=click.echo, replays=replays,
                      tvm_python=tvm_python, jobs=jobs, targets=kinds, resume=resume, live=live,
-                     corpus=Path(corpus_dir), reduce=auto_reduce, ir=irs, schedules=schedules)
+                     corpus=Path(corpus_dir), reduce=reducer, ir=irs, schedules=schedules)
     except CorpusError as e:
         raise click.UsageError(str(e))
     sys.exit(0)

@@ -285,7 +285,10 @@ class CampaignConfig:
     resume: bool = False
     live: Optional[bool] = None
     corpus: Optional[Path] = None
-    reduce: bool = True          # reduce each new bucket in the background (worker/autoreduce.py)
+    # Makes the background reducer of new buckets: (out_dir, echo, tvm_python) -> an object
+    # with submit(bucket, prog, signature) and close() -> waiting buckets; the command line
+    # passes reducer.autoreduce.AutoReducer (this layer does not import the reducer). None: off.
+    reduce: Optional[Callable] = None
     ir: tuple = ("relax",)       # which IRs to generate: relax, tir
     schedules: bool = False      # random s_tir schedules on TIR cases
     features: dict = field(default_factory=dict)   # release features (release_features)
@@ -358,10 +361,8 @@ class Recorder:
         self.stats_file = (cfg.out_dir / "stats.jsonl").open("a")
         self.extra_state: dict = {}   # more keys for campaign.json (the distributed reply list)
         self.reducer = None
-        if cfg.reduce and store is not None:
-            from .autoreduce import AutoReducer
-
-            self.reducer = AutoReducer(cfg.out_dir, echo, cfg.tvm_python)
+        if cfg.reduce is not None and store is not None:
+            self.reducer = cfg.reduce(cfg.out_dir, echo, cfg.tvm_python)
 
     def record(self, plan: SeedPlan, first: int, progs, outcomes, scripts,
                tvm_version: Optional[str] = None) -> None:
@@ -407,7 +408,8 @@ def run_campaign(budget_s: float, out_dir: Path, seed: int = 0, mode: Optional[s
                  echo: Callable[[str], None] = print, runner=None, replays: int = 3,
                  tvm_python: Optional[str] = None, jobs: int = 1, targets=TARGET_KINDS,
                  resume: bool = False, live: Optional[bool] = None,
-                 corpus: Optional[Path] = None, reduce: bool = True, ir=("relax",),
+                 corpus: Optional[Path] = None, reduce: Optional[Callable] = None,
+                 ir=("relax",),
                  schedules: bool = False) -> dict:
     cfg = CampaignConfig(budget_s, out_dir, seed, mode, jobs, tuple(targets), replays,
                          tvm_python, resume, live, corpus, reduce, tuple(ir), schedules)

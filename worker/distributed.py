@@ -366,7 +366,7 @@ def run_distributed(budget_s: float, out_dir: Path, broker: str, seed: int = 0,
                     mode: Optional[str] = None, echo: Callable[[str], None] = print,
                     replays: int = 3, targets=TARGET_KINDS, resume: bool = False,
                     live: Optional[bool] = None, corpus: Optional[Path] = None,
-                    reduce: bool = True, ir=("relax",), schedules: bool = False,
+                    reduce=None, ir=("relax",), schedules: bool = False,
                     **dist) -> dict:
     """A campaign whose cases run on Celery workers; ``dist``: DistConfig fields. Raises
     BrokerUnavailable (before any work) when Redis cannot be reached."""

@@ -31,7 +31,7 @@ class AutoReducer:
     def _loop(self) -> None:
         import sys
 
-        from reducer.api import ReduceError, reduce_case
+        from .api import ReduceError, reduce_case
 
         while not self.stopping.is_set():
             try:
