@@ -355,7 +355,7 @@ def _stats(oracle: Oracle, driver: Driver, t0: float, cancelled: bool, before: i
             "seconds": round(time.monotonic() - t0, 2), "stopped_early": cancelled,
             "bindings_before": before, "bindings_after": after,
             "script_bindings_after": script_after,
-            "per_pass": {k: {"candidates": v[0], "accepted": v[1]}
+            "per_pass": {k: {"candidates": v[0], "accepted": v[1], "no_progress": v[2]}
                          for k, v in driver.per_pass.items()}}
 
 
