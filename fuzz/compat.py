@@ -16,7 +16,7 @@ Known differences (0.25 / 0.26 and 0.27):
 * TIR buffers' ``axis_separators``: 0.25 only;
 * runtime tensors: ``tvm.runtime.tensor`` in all three (``tvm.nd.array`` before).
 
-Not covered (0.27 only): the reducer's IR-level passes (``reducer/ir_passes.py``,
+Not covered (0.27 only): the reducer's IR-level passes (``reducer/passes/ir/``,
 ``reducer/script_passes.py``) and the standalone ``repro.py`` use 0.27's spelling directly.
 """
 from __future__ import annotations

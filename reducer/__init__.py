@@ -10,14 +10,14 @@ Modules, in the order a reduction uses them:
   oracle         is a candidate still the bug (signature or --interesting), cache, slippage
   pool           N crash-isolated sandboxes judging candidates in parallel
   ddmin          the one generic chunking driver every delta pass runs under
-  model_passes   delta passes on the program model (nodes, functions, outputs, shapes...)
+  passes         the delta passes, one module each (passes/model, passes/tir, passes/ir)
+                 and passes/registry.py, which lists them per kind in driver order
   retype         cheap well-formedness: the catalogue's shape rules re-type each candidate
-  ir_passes      delta passes on raw Relax IR (sandbox child only; reducer.jobs runs them)
+  jobs           the sandbox child's side of the IR passes (raw Relax IR from TVMScript)
   script_passes  the parent's proxies for those passes
-  tir            where TIR passes will plug in
   linedd         plain line-level ddmin (the benchmark baseline, and a fallback)
   script_judge   judging TVMScript under a case's compile variants
-  size           binding counts and the measure candidates must decrease
+  size           TVMScript sizes: binding counts, and the measures IR candidates decrease
   repro, repro_template, report, output   repro.py, report.md, atomic writes
 """
 from .api import ReduceError, Reduction, load_input, reduce_case, reduce_script, report_input

@@ -21,10 +21,12 @@ from fuzz.model import Program
 from worker.script_guard import comment_imports, user_script_problem
 from worker.user_input import InputError, case_problem, read_input
 
-from . import model_passes as MP
 from .ddmin import Cancelled, Driver
 from .oracle import CaseSubject, Oracle, ScriptSubject
 from .output import OutDir
+from .passes import registry
+from .passes.model import size as MS
+from .passes.model.context import ModelContext
 from .pool import SandboxPool
 from .size import script_bindings, script_smaller, script_structure
 
@@ -198,12 +200,12 @@ class _CaseOps:
 
 def _case_ops(program) -> _CaseOps:
     if program.ir == "tir":
-        from . import tir_model_passes as TP
+        from .passes.tir import size as TS
 
-        return _CaseOps(lambda p, first: TP.tir_passes(), TP.smaller, TP.structure,
-                        TP.statements)
-    return _CaseOps(lambda p, first: MP.model_passes(MP.ModelContext.of(p, first)),
-                    MP.smaller, MP.structure, MP.bindings)
+        return _CaseOps(lambda p, first: registry.passes("tir"), TS.smaller, TS.structure,
+                        TS.statements)
+    return _CaseOps(lambda p, first: registry.passes("model", ModelContext.of(p, first)),
+                    MS.smaller, MS.structure, MS.bindings)
 
 
 def reduce_script(text: str, *, signature: Optional[str] = None,
@@ -353,7 +355,7 @@ def _stats(oracle: Oracle, driver: Driver, t0: float, cancelled: bool, before: i
             "seconds": round(time.monotonic() - t0, 2), "stopped_early": cancelled,
             "bindings_before": before, "bindings_after": after,
             "script_bindings_after": script_after,
-            "per_pass": {k: {"candidates": v[0], "accepted": v[1]}
+            "per_pass": {k: {"candidates": v[0], "accepted": v[1], "no_progress": v[2]}
                          for k, v in driver.per_pass.items()}}
 
 

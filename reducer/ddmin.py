@@ -7,8 +7,12 @@ down to single elements; an accepted chunk stays changed for the rest of the pas
 coarse to fine, and the whole list repeats until a round changes nothing.
 
 A candidate a pass cannot build (``None``: ill-formed, checked without TVM) or that is not
-strictly smaller than the current state (``smaller``) is skipped without an oracle call. A
-chunk the oracle refused is not asked about again in a later round while the state's
+strictly smaller than the current state (``smaller``) is skipped without an oracle call.
+The second kind is counted per pass (``no_progress``), and a pass run that built candidates
+but none smaller is logged: an edit the size key does not count is never accepted, and that
+must show rather than pass silently.
+
+A chunk the oracle refused is not asked about again in a later round while the state's
 ``structure`` (its bindings, functions, outputs...) is unchanged: only shapes, dtypes or
 options changed since, which rarely make a refused removal possible, and re-asking is most
 of the cost of repeating the pass list.
@@ -49,7 +53,9 @@ class Driver:
         self.log, self.on_accept, self.deadline = log, on_accept, deadline
         self.skipped = 0      # candidates dropped before the oracle (ill-formed or not smaller)
         self.accepted = 0
-        self.per_pass: dict[str, list[int]] = {}   # name -> [oracle candidates, accepted]
+        self.no_progress = 0  # candidates built but not smaller than the state
+        # name -> [oracle candidates, accepted, no_progress]
+        self.per_pass: dict[str, list[int]] = {}
 
     def _check_time(self):
         if self.deadline is not None and time.monotonic() > self.deadline:
@@ -59,7 +65,8 @@ class Driver:
         n = p.count(state)
         if n == 0:
             return state
-        stat = self.per_pass.setdefault(p.name, [0, 0])
+        stat = self.per_pass.setdefault(p.name, [0, 0, 0])
+        n_built = n_smaller = 0
         changed: frozenset = frozenset()
         best = state
         chunks = [range(0, n)]
@@ -81,8 +88,12 @@ class Driver:
                 if not batch:
                     continue
                 cands = p.apply_many(state, [changed | frozenset(c) for _, c, _ in batch])
-                live = [i for i, x in enumerate(cands) if x is not None and self.smaller(x, best)]
+                made = [i for i, x in enumerate(cands) if x is not None]
+                live = [i for i in made if self.smaller(cands[i], best)]
                 self.skipped += len(batch) - len(live)
+                n_built, n_smaller = n_built + len(made), n_smaller + len(live)
+                stat[2] += len(made) - len(live)
+                self.no_progress += len(made) - len(live)
                 verdicts = dict(zip(live, self.test([cands[i] for i in live]))) if live else {}
                 stat[0] += len(live)
                 won = next((i for i in live if verdicts[i]), None)
@@ -103,6 +114,8 @@ class Driver:
                       for h in _halves(c)]
         if changed:
             self.log(f"  {p.name}: changed {len(changed)} of {n}")
+        elif n_built and not n_smaller:
+            self.log(f"  {p.name}: no progress: {n_built} candidates, none smaller")
         return best
 
     def reduce(self, state: State, passes: Sequence[DeltaPass], max_rounds: int = 12) -> State:

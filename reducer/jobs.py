@@ -27,14 +27,14 @@ def ir_canon(job: dict) -> dict:
 
 def ir_count(job: dict) -> dict:
     """How many elements each IR pass could change in this text."""
-    from . import ir_passes as P
+    from .passes import registry
 
     nv = job.get("near_valid", False)
     mod = _parse(job["text"], nv)
     counts = {}
-    for name in job.get("passes") or P.NAMES:
+    for name in job.get("passes") or registry.names("ir"):
         try:
-            p = P.BY_NAME[name](not nv)
+            p = registry.by_name("ir", name)(not nv)
             p.hints = job.get("hints") or []
             counts[name] = len(p.targets(mod))
         except Exception:  # noqa: BLE001 - a pass that cannot read this module offers nothing
@@ -44,18 +44,19 @@ def ir_count(job: dict) -> dict:
 
 def ir_apply(job: dict) -> dict:
     """One candidate text per chosen subset (None where TVM refuses the edit)."""
-    from . import ir_passes as P
+    from .passes import registry
+    from .passes.ir.helpers import Refused
 
     nv = job.get("near_valid", False)
     mod = _parse(job["text"], nv)
-    p = P.BY_NAME[job["pass"]](not nv)
+    p = registry.by_name("ir", job["pass"])(not nv)
     p.hints = job.get("hints") or []
     texts, why = [], []
     for chosen in job["chosen"]:
         try:
             texts.append(_print(p.apply(mod, set(chosen))))
             why.append("")
-        except P.Refused as e:
+        except Refused as e:
             texts.append(None)
             why.append(str(e)[:200])
     return {"texts": texts, "why": why}

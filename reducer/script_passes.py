@@ -8,7 +8,7 @@ from typing import Optional
 
 from worker.script_guard import UnsafeScript, check_script
 
-from . import ir_passes
+from .passes import registry
 from .pool import SandboxPool
 
 
@@ -63,4 +63,4 @@ class RemotePass:
 
 
 def ir_passes_for(session: IRSession) -> list[RemotePass]:
-    return [RemotePass(n, session) for n in ir_passes.NAMES]
+    return [RemotePass(n, session) for n in registry.names("ir")]

@@ -4,11 +4,17 @@ import pytest
 
 from fuzz.generate import generate
 from fuzz.model import Block, Function, Node, Param, Program, TensorTy
-from reducer import model_passes as MP
 from reducer.api import ReduceError, _stable_signature, comment_imports
 from reducer.ddmin import Driver
 from reducer.linedd import line_ddmin
 from reducer.output import OutDir, new_dir, write_text
+from reducer.passes import registry
+from reducer.passes.model.context import ModelContext
+from reducer.passes.model.isolate_op import IsolateOp
+from reducer.passes.model.remove_nodes import RemoveNodes
+from reducer.passes.model.shrink_dims import ShrinkDims
+from reducer.passes.model.shrink_outputs import ShrinkOutputs
+from reducer.passes.model.size import smaller
 from reducer.retype import IllFormed, frozen_nodes, retype
 from reducer.size import script_bindings, script_size_key
 
@@ -93,7 +99,7 @@ def test_retype_rejects_broken_shape_rules():
 
 
 def _apply(cls, prog, chosen=None):
-    p = cls(MP.ModelContext.of(prog))
+    p = cls(ModelContext.of(prog))
     n = p.count(prog)
     return p, n, p.apply(prog, frozenset(range(n)) if chosen is None else frozenset(chosen))
 
@@ -101,7 +107,7 @@ def _apply(cls, prog, chosen=None):
 def test_remove_nodes_rewires_to_same_typed_inputs_or_new_parameters():
     prog = cosh_case()
     names = [n.name for n in prog.main.nodes()]
-    _, _, cand = _apply(MP.RemoveNodes, prog, [names.index("h1"), names.index("c32")])
+    _, _, cand = _apply(RemoveNodes, prog, [names.index("h1"), names.index("c32")])
     c = cand.main.node("c")
     assert c.args == ["h"]                          # abs(h) -> h: same type
     d = cand.main.node("d")
@@ -113,16 +119,16 @@ def test_remove_nodes_rewires_to_same_typed_inputs_or_new_parameters():
 
 def test_shrink_outputs_unwraps_and_shrink_dims_keeps_rules():
     prog = cosh_case()
-    p, n, cand = _apply(MP.ShrinkOutputs, prog, [1])
+    p, n, cand = _apply(ShrinkOutputs, prog, [1])
     assert cand.main.ret == "e" and "t" not in [x.name for x in cand.main.nodes()]
-    _, _, small = _apply(MP.ShrinkDims, prog)
+    _, _, small = _apply(ShrinkDims, prog)
     assert all(d == 1 for q in small.main.params for d in q.ty.shape)
     assert small.main.node("e").ty.shape == [1, 1]
     # matmul ties dims together: shrinking one value everywhere keeps it well-typed
     f = TensorTy([3, 5], "float32")
     mm = _prog([Node("m", "relax.matmul", ["a", "b"], {"out_dtype": None})],
                [Param("a", f), Param("b", TensorTy([5, 2], "float32"))], "m")
-    _, n, cand = _apply(MP.ShrinkDims, mm, [0])   # 5 -> 1 in both operands
+    _, n, cand = _apply(ShrinkDims, mm, [0])   # 5 -> 1 in both operands
     assert cand is not None and cand.main.node("m").ty.shape == [3, 2]
 
 
@@ -132,8 +138,8 @@ def test_every_pass_candidate_is_well_formed_or_none():
         prog.meta["variants"] = [{"target": {"kind": "llvm", "mcpu": "haswell"},
                                   "pipeline": "passes", "passes": ["LegalizeOps", "FuseOps"],
                                   "exec_mode": "compiled"}, {}]
-        ctx = MP.ModelContext.of(prog)
-        for p in MP.model_passes(ctx):
+        ctx = ModelContext.of(prog)
+        for p in registry.passes("model", ctx):
             n = p.count(prog)
             for chosen in ([range(n)] + [[i] for i in range(min(n, 4))]):
                 cand = p.apply(prog, frozenset(chosen))
@@ -144,8 +150,8 @@ def test_every_pass_candidate_is_well_formed_or_none():
 
 def test_size_key_orders_bindings_first():
     prog = cosh_case()
-    _, _, cand = _apply(MP.RemoveNodes, prog, [0])
-    assert MP.smaller(cand, prog) and not MP.smaller(prog, cand)
+    _, _, cand = _apply(RemoveNodes, prog, [0])
+    assert smaller(cand, prog) and not smaller(prog, cand)
 
 
 # --- inputs, sizes, outputs -----------------------------------------------------------------
@@ -200,14 +206,14 @@ def test_isolate_op_keeps_the_named_op_and_its_declared_inputs():
     prog.main.node("h1").args = ["h"]
     outcome = {"kind": "crash", "message": 'unknown intrinsic ir.Op(name="tirx.cosh")',
                "extra": {"variant": {}}}
-    p = MP.IsolateOp(MP.ModelContext.of(prog, outcome))
+    p = IsolateOp(ModelContext.of(prog, outcome))
     assert p.targets(prog) == [("main", "c")]
     cand = p.apply(prog, frozenset([0]))
     assert [n.op for n in cand.main.nodes()] == ["relax.cosh"]
     assert cand.meta["variants"] == [{}]
     (q,) = cand.main.params                                # h2's value: a concrete tensor
     assert q.ty.to_json() == TensorTy([4, 8], "float16").to_json()
-    p2 = MP.IsolateOp(MP.ModelContext.of(prog, outcome))
+    p2 = IsolateOp(ModelContext.of(prog, outcome))
     prog.main.node("c").args = ["h"]                       # now cosh reads h itself
     cand = p2.apply(prog, frozenset([0]))
     assert cand.main.params[0].ty.shape is None and cand.main.params[0].actual is not None
