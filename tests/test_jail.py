@@ -240,7 +240,7 @@ def test_replay_is_jailed_by_default_and_fails_closed_without_bwrap(jail_ok, tmp
     ("blank.py", b"\n  \n", "is empty"),
     ("binary.py", b"\x7fELF\x02\x01\x00\x00", "binary data"),
     ("latin1.py", "x = 'caf\xe9'\n".encode("latin-1"), "not UTF-8"),
-    ("nomodule.py", b"x = R.Tensor((4,), 'float32')\n", "no TVMScript module"),
+    ("nomodule.py", b"x = R.Tensor((4,), 'float32')\n", "has no @I.ir_module"),
     ("notpython.py", b"def (:\n", "Python syntax error"),
     ("list.json", b"[1, 2]", "not a tvmfuzz case"),
     ("other.json", b'{"hello": 1}', "not a tvmfuzz case"),

@@ -141,16 +141,17 @@ def test_bad_inputs_are_refused_clearly(tmp_path, capsys):
     assert rc == 1 and "does not fail" in out
     notes = tmp_path / "notes.txt"
     notes.write_text("hello, I am not TVMScript\n")
+    # Input that is not a case or a module: a usage error (exit 2) before anything runs.
     rc, out = cli(["reduce", str(notes), "--out", str(tmp_path / "o2")], capsys)
-    assert rc == 1 and "not TVMScript" in out
+    assert rc == 2 and "not TVMScript" in out
     plain = tmp_path / "plain.py"
     plain.write_text("x = 1\n")    # Python inside the allowlist, but no module to parse
     rc, out = cli(["reduce", str(plain), "--out", str(tmp_path / "o3")], capsys)
-    assert rc == 1 and "not TVMScript" in out
+    assert rc == 2 and "not TVMScript" in out
     bad = tmp_path / "bad.json"
     bad.write_text("{\"schema\": 99}")
     rc, out = cli(["reduce", str(bad)], capsys)
-    assert rc == 1 and "not a tvmfuzz case" in out
+    assert rc == 2 and "not a tvmfuzz case" in out
     rc, out = cli(["report", str(ok), "--out", str(tmp_path / "o4")], capsys)
     assert rc == 1 and "does not fail" in out
 
@@ -165,7 +166,7 @@ def test_code_in_an_annotation_is_refused_before_any_parse(tmp_path, capsys):
         "        return x\n")
     for cmd in ("reduce", "report"):
         rc, out = cli([cmd, str(evil), "--out", str(tmp_path / cmd)], capsys)
-        assert rc == 1 and "refused" in out and "nothing in it was run" in out
+        assert rc == 2 and "refused" in out and "nothing in it was run" in out
     assert not marker.exists()
 
 
@@ -209,7 +210,7 @@ def test_a_corpus_bucket_is_reduced_by_its_id(tmp_path, capsys):
     reduced = Program.loads((tmp_path / "out" / "case.json").read_text())
     assert [n.op for n in reduced.main.nodes()] == ["relax.cosh"]
     rc, out = cli(["reduce", "0123456789ab", "--corpus", str(tmp_path / "corpus")], capsys)
-    assert rc == 1 and "no such file" in out
+    assert rc == 2 and "no such file" in out
 
 
 def test_a_given_signature_must_be_the_one_the_input_fails_with(tmp_path, capsys):

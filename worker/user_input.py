@@ -75,7 +75,7 @@ def load_script(text: str, where: str) -> str:
     if problem:
         raise InputError(problem)
     if not _has_module(text):
-        raise InputError(f"{where} has no TVMScript module: no @I.ir_module class, "
+        raise InputError(f"{where} is not TVMScript: it has no @I.ir_module class, "
                          "@R.function or @T.prim_func")
     return text
 
