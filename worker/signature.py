@@ -36,6 +36,9 @@ _OFFENDING = re.compile(r"Offending call:\s*R\.([\w.]+)\(")
 # CodeGenVM's documented refusal of an op no pass lowered (0.27): one behaviour, any op.
 CODEGEN_REFUSAL = "cannot emit this Relax operator directly"
 
+# Bumped whenever bug_key's definition changes: a corpus then recomputes its buckets' bug ids.
+BUG_KEY_VERSION = 1
+
 # --- names ---------------------------------------------------------------------------------
 PLACEHOLDER = "$"
 _IDENT = re.compile(r"(?<![\w.$])(?<!\w')[A-Za-z_]\w*(?![\w$])")   # not buffer's "s"
