@@ -301,12 +301,16 @@ def worker(broker, concurrency, visibility_timeout, hostname, loglevel, tvm_pyth
               type=click.Path(file_okay=False))
 @click.option("--extra-pass", "extra_passes", multiple=True, metavar="MODULE:ATTR",
               help="a Relax pass to run before the pipeline (e.g. a fork's own pass)")
+@click.option("--corpus", "corpus_dir", default=None, type=click.Path(file_okay=False),
+              help="count the verdicts recorded in this corpus with `tvmfuzz triage`")
 @TVM_PYTHON
 @ENV_OPT
-def smoke(budget, cases, seed, baseline, update_baseline, out, extra_passes, tvm_python,
-          env_version):
-    """CI smoke fuzzing: exit 0 when no signature outside the baseline appears, 1 when one
-    does, 2 on usage or environment errors. Writes smoke.junit.xml and smoke.sarif."""
+def smoke(budget, cases, seed, baseline, update_baseline, out, extra_passes, corpus_dir,
+          tvm_python, env_version):
+    """CI smoke fuzzing: exit 0 when no new bug appears, 1 when one does, 2 on usage or
+    environment errors. Findings are grouped into bugs; known bugs, expected refusals of
+    near-valid mutants and bugs in the baseline are listed but do not fail the run. Writes
+    smoke.json, smoke.junit.xml and smoke.sarif."""
     from worker.smoke import SmokeError, run_smoke
 
     tvm_python = _tvm_python(env_version, tvm_python)
@@ -314,7 +318,8 @@ def smoke(budget, cases, seed, baseline, update_baseline, out, extra_passes, tvm
     try:
         code = run_smoke(budget, out_dir, seed, cases, Path(baseline) if baseline else None,
                          update_baseline, tuple(extra_passes), echo=click.echo,
-                         tvm_python=tvm_python)
+                         tvm_python=tvm_python,
+                         corpus=Path(corpus_dir) if corpus_dir else None)
     except SmokeError as e:
         raise click.UsageError(str(e))
     sys.exit(code)
