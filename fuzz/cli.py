@@ -592,8 +592,9 @@ def triage(bug, url, reason, reset, corpus_dir):
     with _open_corpus(corpus_dir) as c:
         try:
             what, ident = c.resolve(bug)
-        except UnknownBucket:
-            raise click.UsageError(f"no bug {bug!r} in corpus {corpus_dir}")
+        except UnknownBucket as e:
+            raise click.UsageError(str(e) if "ambiguous" in str(e)
+                                   else f"no bug {bug!r} in corpus {corpus_dir}")
         if what == "bucket":
             ident = c.bug_of(ident)
         try:
