@@ -1,5 +1,11 @@
 """The corpus store: every finding of every campaign, bucketed by signature, safe to share.
 
+Two levels: a *bucket* holds the findings of one signature; a *bug* holds the buckets of one
+root cause (``worker.signature.bug_key``; each bucket stores its ``bug_id``). A bug's status
+(new, known, expected: ``worker.triage``) is worked out when it is read, from its buckets'
+representative cases and from the verdicts users record (``tvmfuzz triage``, table
+``verdicts``).
+
 Layout under ``ROOT``::
 
     corpus.sqlite3               buckets, findings, campaign state (SQLite, WAL mode)
@@ -33,12 +39,13 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from fuzz.model import STRUCTURAL_OPS, Program
+from worker.signature import BUG_KEY_VERSION, bug_id, bug_key
 from worker.signature import signature as _signature
 from worker.signature import signature_id
 
 DEFAULT_CORPUS = Path("runs/corpus")
 DB_NAME = "corpus.sqlite3"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 MAX_FINDINGS_PER_BUCKET = 20     # distinct cases kept per bucket (the smallest ones)
 BUSY_TIMEOUT_S = 30.0            # how long a writer waits for another process's transaction
 
@@ -50,6 +57,11 @@ class CorpusError(Exception):
 class UnknownBucket(CorpusError, KeyError):
     def __str__(self) -> str:   # KeyError would quote the message
         return str(self.args[0]) if self.args else "unknown bucket"
+
+
+class UnknownBug(CorpusError, KeyError):
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown bug"
 
 
 class UnknownCase(CorpusError, KeyError):
@@ -162,7 +174,41 @@ def _v0_to_v1(db: sqlite3.Connection) -> None:
     """)
 
 
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {0: _v0_to_v1}
+def _v1_to_v2(db: sqlite3.Connection) -> None:
+    """Bugs: each bucket's bug id and key, and the verdicts users record per bug."""
+    _run_script(db, """
+    ALTER TABLE buckets ADD COLUMN bug_id TEXT NOT NULL DEFAULT '';   -- bug_id(outcome)
+    ALTER TABLE buckets ADD COLUMN bug_key TEXT NOT NULL DEFAULT '';  -- bug_key(outcome)
+    CREATE INDEX buckets_bug ON buckets(bug_id);
+    CREATE TABLE verdicts (
+        bug_id    TEXT PRIMARY KEY,
+        verdict   TEXT NOT NULL,                -- known | not-a-bug
+        note      TEXT NOT NULL,                -- the issue's URL, or why it is not a bug
+        recorded  REAL NOT NULL
+    );
+    """)
+    _rekey(db)
+
+
+def _rekey(db: sqlite3.Connection) -> None:
+    """Recompute every bucket's bug id and key from its representative finding's outcome (by
+    this tvmfuzz's ``bug_key``), inside the caller's transaction."""
+    for bid, sig, rep in db.execute("SELECT id, signature, rep_case FROM buckets").fetchall():
+        outcome = db.execute("SELECT outcome FROM findings WHERE bucket_id=? ORDER BY "
+                             "case_hash = ? DESC, id LIMIT 1", (bid, rep)).fetchone()
+        outcome = outcome[0] if outcome else None
+        try:
+            key = bug_key(json.loads(outcome)) if outcome else ""
+        except ValueError:
+            key = ""
+        key = key or f"signature | {sig}"   # no outcome kept: a bug of its own
+        db.execute("UPDATE buckets SET bug_id=?, bug_key=? WHERE id=?", (bug_id(key), key, bid))
+    db.execute("INSERT INTO state (key, value) VALUES ('bug_key_version', ?) "
+               "ON CONFLICT(key) DO UPDATE SET value=excluded.value", (str(BUG_KEY_VERSION),))
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {0: _v0_to_v1, 1: _v1_to_v2}
+VERDICTS = ("known", "not-a-bug")
 
 
 class Corpus:
@@ -290,6 +336,8 @@ class Corpus:
 
         if self._db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
             self._write(body)
+        if self.get_state("bug_key_version") != BUG_KEY_VERSION:
+            self._write(lambda: _rekey(self._db))
 
     @property
     def schema_version(self) -> int:
@@ -365,6 +413,8 @@ class Corpus:
         if not sig:
             raise ValueError("a passing outcome is not a finding (empty signature)")
         bid = signature_id(sig)
+        key = bug_key(dict(outcome, verdict=outcome.get("verdict", "fail"))) \
+            or f"signature | {sig}"
         if tvm_version is None or tvmfuzz_version is None:
             v = versions()
             tvm_version = tvm_version or v["tvm"]
@@ -411,11 +461,12 @@ class Corpus:
                 db.execute(
                     "INSERT INTO buckets (id, signature, verdict, kind, stage, error_type, "
                     "failing_pass, count, first_seen, last_seen, reproduced, replays, "
-                    "rep_case, tvm_version, tvmfuzz_version) "
-                    "VALUES (?,?,?,?,?,?,?,1,?,?,?,?,?,?,?)",
+                    "rep_case, tvm_version, tvmfuzz_version, bug_id, bug_key) "
+                    "VALUES (?,?,?,?,?,?,?,1,?,?,?,?,?,?,?,?,?)",
                     (bid, sig, outcome.get("verdict", "fail"), row["kind"], row["stage"],
                      outcome.get("error_type", ""), row["failing_pass"], t, t,
-                     reproduced or 0, replays or 0, h, tvm_version, tvmfuzz_version))
+                     reproduced or 0, replays or 0, h, tvm_version, tvmfuzz_version,
+                     bug_id(key), key))
                 self._insert_finding(row)
                 files()
                 return True
@@ -497,17 +548,18 @@ class Corpus:
     # --- queries ---------------------------------------------------------------------
     _BUCKET_COLS = ("id, signature, verdict, kind, stage, error_type, failing_pass, count, "
                     "first_seen, last_seen, reproduced, replays, rep_case, tvm_version, "
-                    "tvmfuzz_version")
+                    "tvmfuzz_version, bug_id")
 
     def _bucket_dict(self, r: tuple) -> dict:
         (bid, sig, verdict, kind, stage, err, fpass, count, first, last, reproduced, replays,
-         rep, tvm_v, fuzz_v) = r
+         rep, tvm_v, fuzz_v, bug) = r
         return {"id": bid, "signature": sig, "verdict": verdict, "kind": kind, "stage": stage,
                 "error_type": err, "failing_pass": fpass, "count": count,
                 "first_seen": _iso(first), "last_seen": _iso(last),
                 "reproduction_rate": round(reproduced / replays, 3) if replays else None,
                 "reproduced": reproduced, "replays": replays,
-                "representative": rep, "tvm_version": tvm_v, "tvmfuzz_version": fuzz_v}
+                "representative": rep, "tvm_version": tvm_v, "tvmfuzz_version": fuzz_v,
+                "bug_id": bug}
 
     def buckets(self) -> list[dict]:
         """Every bucket, most frequent first (then most recently seen)."""
@@ -555,6 +607,14 @@ class Corpus:
         except (OSError, ValueError):
             b["case"] = None
         b["outcome"] = next((f["outcome"] for f in findings if f["case_hash"] == rep), {})
+        b["bug_key"] = self._db.execute("SELECT bug_key FROM buckets WHERE id=?",
+                                        (bid,)).fetchone()[0]
+        bug = self.bugs(only=b["bug_id"])[0]
+        mine = next(x for x in bug["buckets"] if x["id"] == bid)
+        b.update(status=mine["status"], status_reason=mine["status_reason"],
+                 mutations=mine["mutations"])
+        b["bug"] = {k: bug[k] for k in ("id", "key", "status", "status_reason", "verdict",
+                                         "count", "bucket_count")}
         return b
 
     def _finding_rows(self, sql: str, args: tuple = ()) -> list[dict]:
@@ -576,6 +636,122 @@ class Corpus:
             return self._finding_rows("SELECT * FROM findings ORDER BY id")
         return self._finding_rows("SELECT * FROM findings WHERE bucket_id=? ORDER BY id",
                                   (self.resolve_bucket(bucket_id),))
+
+    # --- bugs: buckets grouped by root cause ------------------------------------------
+    def _rep_status(self, rep: str, outcome_json: Optional[str]) -> tuple[str, str, list]:
+        """(status, reason, mutations) of a bucket from its representative case."""
+        from worker.triage import NEW, auto_status, mutations
+
+        try:
+            prog = Program.loads(self.case_path(rep).read_text())
+        except (OSError, ValueError, KeyError, TypeError):
+            return NEW, "the representative case file is missing or unreadable", []
+        try:
+            outcome = json.loads(outcome_json) if outcome_json else {}
+        except ValueError:
+            outcome = {}
+        status, why = auto_status(prog, outcome)
+        return status, why, mutations(prog)
+
+    def bugs(self, only: Optional[str] = None) -> list[dict]:
+        """Every bug (or bug ``only``) with its buckets (most frequent first) and status, new
+        bugs first, then known, then expected; within a status the most frequent first."""
+        from worker.triage import ORDER, combine
+
+        rows = self._db.execute(
+            f"SELECT {', '.join('b.' + c.strip() for c in self._BUCKET_COLS.split(','))}, "
+            "b.bug_key, f.outcome FROM buckets b LEFT JOIN findings f "
+            "ON f.bucket_id = b.id AND f.case_hash = b.rep_case "
+            + ("WHERE b.bug_id = ? " if only is not None else "")
+            + "ORDER BY b.count DESC, b.last_seen DESC, b.id",
+            () if only is None else (only,)).fetchall()
+        verdicts = self.verdicts()
+        groups: dict[str, dict] = {}
+        for r in rows:
+            b = self._bucket_dict(r[:16])
+            status, why, muts = self._rep_status(b["representative"], r[17])
+            b.update(status=status, status_reason=why, mutations=muts)
+            g = groups.setdefault(b["bug_id"], {"id": b["bug_id"], "key": r[16], "buckets": []})
+            g["buckets"].append(b)
+        out = []
+        for g in groups.values():
+            bs = g["buckets"]
+            status, why = combine([(b["status"], b["status_reason"]) for b in bs],
+                                  verdicts.get(g["id"]))
+            reproduced, replays = sum(b["reproduced"] for b in bs), sum(b["replays"] for b in bs)
+            g.update(status=status, status_reason=why, verdict=verdicts.get(g["id"]),
+                     kind=bs[0]["kind"], count=sum(b["count"] for b in bs),
+                     bucket_count=len(bs), first_seen=min(b["first_seen"] for b in bs),
+                     last_seen=max(b["last_seen"] for b in bs), reproduced=reproduced,
+                     replays=replays,
+                     reproduction_rate=round(reproduced / replays, 3) if replays else None,
+                     representative_bucket=bs[0]["id"], signature=bs[0]["signature"])
+            out.append(g)
+        out.sort(key=lambda g: g["id"])
+        out.sort(key=lambda g: g["last_seen"], reverse=True)
+        out.sort(key=lambda g: (ORDER.get(g["status"], 0), -g["count"]))
+        return out
+
+    def resolve_bug(self, bug: str) -> str:
+        """The full id of bug ``bug`` (or of the one bug whose id starts with it)."""
+        bug = (bug or "").strip().lower()
+        if bug and all(c in "0123456789abcdef" for c in bug):
+            rows = self._db.execute("SELECT DISTINCT bug_id FROM buckets WHERE bug_id >= ? AND "
+                                    "bug_id < ? ORDER BY bug_id LIMIT 2",
+                                    (bug, bug + "g")).fetchall()
+            if len(rows) == 1 or (rows and rows[0][0] == bug):
+                return rows[0][0]
+            if len(rows) > 1:
+                raise UnknownBug(f"bug id {bug!r} is ambiguous in corpus {self.root}")
+        raise UnknownBug(f"no bug {bug!r} in corpus {self.root}")
+
+    def bug(self, bug: str) -> dict:
+        """One bug (an id or a unique prefix of one) with its buckets and status."""
+        return self.bugs(only=self.resolve_bug(bug))[0]
+
+    def resolve(self, ident: str) -> tuple[str, str]:
+        """("bucket", id) or ("bug", id) for a bucket or bug id (or a unique prefix of one);
+        UnknownBucket when it names neither, or is a prefix of both."""
+        hits = []
+        for what, resolve in (("bucket", self.resolve_bucket), ("bug", self.resolve_bug)):
+            try:
+                hits.append((what, resolve(ident)))
+            except KeyError as e:
+                if "ambiguous" in str(e):
+                    raise UnknownBucket(str(e))
+        exact = [h for h in hits if h[1] == (ident or "").strip().lower()]
+        if len(exact) == 1 or len(hits) == 1:
+            return (exact or hits)[0]
+        if hits:
+            raise UnknownBucket(f"id {ident!r} is ambiguous in corpus {self.root}: a bucket's "
+                                "and a bug's ids both start with it")
+        raise UnknownBucket(f"no bucket or bug {ident!r} in corpus {self.root}")
+
+    def bug_of(self, bucket_id: str) -> str:
+        return self._db.execute("SELECT bug_id FROM buckets WHERE id=?",
+                                (self.resolve_bucket(bucket_id),)).fetchone()[0]
+
+    def set_verdict(self, bug: str, verdict: Optional[str], note: str = "",
+                    now: Optional[float] = None) -> str:
+        """Record a user's verdict on a bug ("known" with the issue's URL, "not-a-bug" with the
+        reason), or forget it (``verdict=None``); return the bug's full id."""
+        bug = self.resolve_bug(bug)
+        if verdict is not None and verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {', '.join(VERDICTS)}")
+        t = time.time() if now is None else now
+        if verdict is None:
+            self._write(lambda: self._db.execute("DELETE FROM verdicts WHERE bug_id=?", (bug,)))
+        else:
+            self._write(lambda: self._db.execute(
+                "INSERT INTO verdicts (bug_id, verdict, note, recorded) VALUES (?,?,?,?) "
+                "ON CONFLICT(bug_id) DO UPDATE SET verdict=excluded.verdict, "
+                "note=excluded.note, recorded=excluded.recorded", (bug, verdict, note, t)))
+        return bug
+
+    def verdicts(self) -> dict[str, dict]:
+        """bug id -> {"verdict", "note", "recorded"} for every verdict users recorded."""
+        return {b: {"verdict": v, "note": n, "recorded": _iso(t)} for b, v, n, t in
+                self._db.execute("SELECT bug_id, verdict, note, recorded FROM verdicts")}
 
     # --- campaign state --------------------------------------------------------------
     def get_state(self, key: str, default: Any = None) -> Any:
@@ -632,26 +808,97 @@ def format_buckets(buckets: list[dict], width: int = 120) -> str:
                      + [f"{len(buckets)} buckets, {total} findings"])
 
 
+def _status_counts(bugs: list[dict]) -> str:
+    from worker.triage import STATUSES
+
+    return ", ".join(f"{sum(g['status'] == s for g in bugs)} {s}" for s in STATUSES)
+
+
+def format_bugs(bugs: list[dict], width: int = 160) -> str:
+    """A table of bugs (``Corpus.bugs()``), new first: one line each (the bug key without its
+    kind, which has a column), and for a known or expected bug a second line with the
+    reason."""
+    if not bugs:
+        return "no findings"
+    head = ("bug", "status", "buckets", "count", "kind", "repro", "last seen", "bug key")
+    rows = [(g["id"], g["status"], str(g["bucket_count"]), str(g["count"]), g["kind"] or "-",
+             _rate(g), g["last_seen"].replace("T", " ")[:16],
+             g["key"][len(g["kind"]) + 3:] if g["key"].startswith(f"{g['kind']} | ")
+             else g["key"]) for g in bugs]
+    w = [max(len(r[i]) for r in rows + [head]) for i in range(7)]
+    room = max(20, width - sum(w) - 2 * 7)
+
+    def cut(text, n):
+        return text if len(text) <= n else text[:n - 3] + "..."
+
+    def line(r):
+        return "  ".join([r[0].ljust(w[0]), r[1].ljust(w[1]), r[2].rjust(w[2]),
+                          r[3].rjust(w[3])] + [r[i].ljust(w[i]) for i in range(4, 7)]
+                         + [cut(r[7], room)]).rstrip()
+
+    out = [line(head)]
+    for g, r in zip(bugs, rows):
+        out.append(line(r))
+        if g["status"] != "new":
+            out.append(" " * (w[0] + 2) + cut(g["status_reason"], max(20, width - w[0] - 2)))
+    n_buckets = sum(g["bucket_count"] for g in bugs)
+    total = sum(g["count"] for g in bugs)
+    return "\n".join(out + [f"{len(bugs)} bugs ({_status_counts(bugs)}) in {n_buckets} "
+                            f"buckets, {total} findings"])
+
+
+def format_bug(g: dict, width: int = 120) -> str:
+    """One bug (``Corpus.bug()``) for a person: its key, status and reason, its buckets."""
+    out = [f"bug        {g['id']}",
+           f"key        {g['key']}",
+           f"status     {g['status']}: {g['status_reason']}"]
+    if g.get("verdict"):
+        v = g["verdict"]
+        out.append(f"verdict    {v['verdict']} ({v['note']}), recorded {v['recorded']}")
+    out += [f"count      {g['count']} findings in {g['bucket_count']} buckets",
+            f"seen       first {g['first_seen']}, last {g['last_seen']}",
+            "reproduced " + (f"{g['reproduced']}/{g['replays']} replays" if g["replays"]
+                             else "not replayed")]
+    muts = list(dict.fromkeys(m for b in g["buckets"] for m in b.get("mutations") or []))
+    out += [f"mutation   {m}" for m in muts[:5]]
+    from worker.signature import short
+
+    out += ["", f"buckets ({len(g['buckets'])}, most frequent first: bucket, count, status, "
+                "signature):"]
+    out += [f"  {b['id']}  {b['count']:5d}  {b.get('status', '-'):8s}  "
+            f"{short(b['signature'], max(40, width - 36))}" for b in g["buckets"]]
+    out += ["", f"show one with `tvmfuzz show BUCKET`; the most frequent is "
+                f"{g['representative_bucket']}"]
+    return "\n".join(out)
+
+
 def format_bucket(b: dict, detail_lines: int = 40) -> str:
     """One bucket (``Corpus.bucket()``) for a person: what failed, where, and how to replay."""
     o = b.get("outcome") or {}
+    bug = b.get("bug") or {}
     out = [f"bucket     {b['id']}",
-           f"signature  {b['signature']}",
-           f"verdict    {b['verdict']}  kind {b['kind'] or '-'}  stage {b['stage'] or '-'}"
-           + (f"  pass {b['failing_pass']}" if b.get("failing_pass") else ""),
-           f"count      {b['count']} findings, {b['kept']} distinct cases kept",
-           f"seen       first {b['first_seen']}, last {b['last_seen']}",
-           "reproduced " + (f"{b['reproduced']}/{b['replays']} replays "
-                            f"({b['reproduction_rate']:.0%})" if b["replays"] else "not replayed"),
-           f"versions   tvm {', '.join(b['tvm_versions']) or b['tvm_version']}, "
-           f"tvmfuzz {b['tvmfuzz_version']}",
-           f"target     {o.get('target') or '-'}",
-           f"case       {b['case_path']}",
-           f"script     {b['script_path'] or '(none stored)'}"
-           + (f"  ({o['script_error']})" if o.get("script_error") else ""),
-           f"error      {o.get('error_type') or '-'}: {o.get('message') or ''}".rstrip(),
-           f"throw site {o.get('throw_site') or '-'}",
-           f"replay     tvmfuzz replay {b['case_path']}"]
+           f"signature  {b['signature']}"]
+    if bug:
+        out += [f"bug        {bug['id']} ({bug['bucket_count']} buckets, {bug['count']} "
+                f"findings): {bug['key']}",
+                f"status     {bug['status']}: {bug['status_reason']}"]
+    out += [f"mutation   {m}" for m in b.get("mutations") or []]
+    out += [
+        f"verdict    {b['verdict']}  kind {b['kind'] or '-'}  stage {b['stage'] or '-'}"
+        + (f"  pass {b['failing_pass']}" if b.get("failing_pass") else ""),
+        f"count      {b['count']} findings, {b['kept']} distinct cases kept",
+        f"seen       first {b['first_seen']}, last {b['last_seen']}",
+        "reproduced " + (f"{b['reproduced']}/{b['replays']} replays "
+                         f"({b['reproduction_rate']:.0%})" if b["replays"] else "not replayed"),
+        f"versions   tvm {', '.join(b['tvm_versions']) or b['tvm_version']}, "
+        f"tvmfuzz {b['tvmfuzz_version']}",
+        f"target     {o.get('target') or '-'}",
+        f"case       {b['case_path']}",
+        f"script     {b['script_path'] or '(none stored)'}"
+        + (f"  ({o['script_error']})" if o.get("script_error") else ""),
+        f"error      {o.get('error_type') or '-'}: {o.get('message') or ''}".rstrip(),
+        f"throw site {o.get('throw_site') or '-'}",
+        f"replay     tvmfuzz replay {b['case_path']}"]
     detail = (o.get("detail") or "").rstrip()
     if detail:
         lines = detail.splitlines()

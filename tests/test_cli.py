@@ -8,6 +8,11 @@ import pytest
 from tvmfuzz.cli import main
 from worker.signature import short
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Children run this checkout's tvmfuzz, not an installed one (their cwd is elsewhere).
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
+    [ROOT] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
+
 
 def test_gen_writes_json_and_script_per_case_and_histograms(tmp_path, capsys):
     assert main(["gen", "--count", "4", "--seed", "7", "--out", str(tmp_path)]) == 0
@@ -37,7 +42,7 @@ def test_gen_is_deterministic(tmp_path):
 ])
 def test_bad_options_give_one_line_and_exit_2(argv, tmp_path):
     r = subprocess.run([sys.executable, "-m", "tvmfuzz", *argv], capture_output=True, text=True,
-                       cwd=tmp_path, timeout=120)
+                       cwd=tmp_path, timeout=120, env=ENV)
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("tvmfuzz: error:"), r.stderr
@@ -47,7 +52,8 @@ def test_unwritable_output_dir_is_a_clear_error(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     r = subprocess.run([sys.executable, "-m", "tvmfuzz", "gen", "--count", "1", "--out",
-                        str(blocker / "sub")], capture_output=True, text=True, timeout=120)
+                        str(blocker / "sub")], capture_output=True, text=True, timeout=120,
+                       env=ENV)
     assert r.returncode == 2 and "cannot write to output directory" in r.stderr
 
 
@@ -63,6 +69,18 @@ def test_run_campaign_lists_failures_and_saves_cases(tmp_path, capsys):
     assert len(saved) == kept
     for s in summary["signatures"]:
         assert f"{s['count']:4d}  {short(s['signature'], 200)}" in printed
+    # signatures grouped into bugs, each with a status; new bugs first
+    bugs = summary["bugs"]
+    assert summary["unique_bugs"] == len(bugs) <= len(summary["signatures"])
+    assert sum(b["count"] for b in bugs) == summary["verdicts"].get("fail", 0)
+    assert sum(b["signatures"] for b in bugs) == len(summary["signatures"])
+    order = {"new": 0, "known": 1, "expected": 2}
+    assert [order[b["status"]] for b in bugs] == sorted(order[b["status"]] for b in bugs)
+    assert summary["new_bugs"] == sum(b["status"] == "new" for b in bugs)
+    for b in bugs:
+        assert b["reason"] and f"  {b['id']}  {short(b['key'], 160)}" in printed
+    if bugs:
+        assert f"{len(bugs)} bugs (" in printed
     stats = [json.loads(x) for x in (out / "stats.jsonl").read_text().splitlines()]
     assert stats and stats[-1]["cases"] == summary["cases"]
 
@@ -79,7 +97,7 @@ def test_killed_local_campaign_resumes_with_its_findings_intact(tmp_path):
     args = [sys.executable, "-m", "tvmfuzz", "run", "--time", "10m", "--out", str(out),
             "--corpus", str(corpus), "--no-live", "--replays", "1"]
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         start_new_session=True)
+                         start_new_session=True, env=ENV)
     deadline = time.time() + 240
     while time.time() < deadline:
         state = out / "campaign.json"
@@ -93,7 +111,7 @@ def test_killed_local_campaign_resumes_with_its_findings_intact(tmp_path):
         assert c.integrity_check() == "ok"
         stored = {f["case_hash"] for f in c.findings()}
     r = subprocess.run(args[:5] + ["20s"] + args[6:] + ["--resume"], capture_output=True,
-                       text=True, timeout=300)
+                       text=True, timeout=300, env=ENV)
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"at seed {before['watermark']}" in r.stdout
     after = json.loads((out / "campaign.json").read_text())

@@ -379,14 +379,52 @@ def filled(tmp_path):
 
 def test_cli_findings_lists_buckets(filled, capsys):
     root, rare = filled
-    assert main(["findings", "--corpus", str(root)]) == 0
+    assert main(["findings", "--corpus", str(root), "--buckets"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].split()[:3] == ["bucket", "count", "kind"]
     assert out[1].split()[1] == "3" and out[2].split()[:2] == [rare, "1"]
     assert "numeric" in out[2] and "1/3" in out[2] and "2 buckets, 4 findings" in out[-1]
-    assert main(["findings", "--corpus", str(root), "--format", "json"]) == 0
+    assert main(["findings", "--corpus", str(root), "--format", "json", "--buckets"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [b["count"] for b in data] == [3, 1] and data[1]["id"] == rare
+
+
+def test_cli_findings_lists_bugs_with_both_levels(tmp_path, capsys):
+    root = tmp_path / "corpus"
+    c = Corpus(root)
+    # one check failing with other values at two lines: two buckets, one bug
+    for s, (msg, line) in enumerate([("Check failed: x == 3 (1 vs. 3) : at lv4", 42),
+                                     ("Check failed: x == 3 (2 vs. 3) : at lv9", 47),
+                                     ("Check failed: x == 3 (2 vs. 3) : at lv9", 47)]):
+        o = outcome(msg, with_signature=False, throw_site=f"src/relax/op/op.cc:{line}")
+        c.add_finding(generate(s), o, **V)
+    other, _ = c.add_finding(generate(9), outcome("rare", kind="numeric", stage="compare"), **V)
+    assert len(c.buckets()) == 3
+    bugs = c.bugs()
+    assert [(g["bucket_count"], g["count"]) for g in bugs] == [(2, 3), (1, 1)]
+    assert bugs[0]["key"] == "crash | src/relax/op/op.cc | Check failed: x == N [pass FuseOps]"
+    assert all(b["bug_id"] == bugs[0]["id"] for b in bugs[0]["buckets"])
+    c.close()
+    assert main(["findings", "--corpus", str(root)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:4] == ["bug", "status", "buckets", "count"]
+    assert out[1].split()[:4] == [bugs[0]["id"], "new", "2", "3"]
+    assert out[-1] == "2 bugs (2 new, 0 known, 0 expected) in 3 buckets, 4 findings"
+    assert main(["findings", "--corpus", str(root), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["totals"] == {"bugs": 2, "new": 2, "known": 0, "expected": 0, "buckets": 3,
+                              "findings": 4}
+    assert [len(g["buckets"]) for g in data["bugs"]] == [2, 1]
+    assert data["bugs"][1]["buckets"][0]["id"] == other
+    assert {g["status"] for g in data["bugs"]} == {"new"} and data["bugs"][0]["status_reason"]
+    # show takes a bug id (or prefix) as well as a bucket id
+    assert main(["show", bugs[0]["id"][:7], "--corpus", str(root)]) == 0
+    shown = capsys.readouterr().out
+    assert f"bug        {bugs[0]['id']}" in shown and "in 2 buckets" in shown
+    assert all(b["id"] in shown for b in bugs[0]["buckets"])
+    assert main(["show", other, "--corpus", str(root), "--format", "json"]) == 0
+    b = json.loads(capsys.readouterr().out)
+    assert b["bug"]["id"] == bugs[1]["id"] and b["status"] == "new"
 
 
 def test_cli_show_one_bucket(filled, capsys):

@@ -57,17 +57,5 @@ def test_old_corpus_lists_shows_and_its_buckets_replay(tmp_path):
 
 
 def _bucket_ids(listed) -> list[str]:
-    """Bucket ids from `findings --format json`, whichever level the listing is grouped by."""
-    out: list[str] = []
-
-    def walk(x):
-        if isinstance(x, dict):
-            if "id" in x and "signature" in x:
-                out.append(x["id"])
-            for v in x.values():
-                walk(v)
-        elif isinstance(x, list):
-            for v in x:
-                walk(v)
-    walk(listed)
-    return list(dict.fromkeys(out))
+    """Bucket ids from `findings --format json` (bugs, each with its buckets)."""
+    return [b["id"] for bug in listed["bugs"] for b in bug["buckets"]]

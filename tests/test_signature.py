@@ -1,4 +1,4 @@
-from worker.signature import normalize_message, signature, signature_id
+from worker.signature import bug_id, bug_key, normalize_message, signature, signature_id
 
 
 def _o(msg, site="src/target/llvm/codegen_llvm.cc:1532", **kw):
@@ -63,3 +63,138 @@ def test_access_paths_drop_the_function_name():
     b = normalize_message("Invalid use of undefined variable elem_offset at "
                           "<root>.body.block.body.seq[3].buffer.elem_offset.")
     assert a == b and "GlobalVar" not in a
+
+
+# --- names, paths and operands (real TVM 0.27 messages met by campaigns) ----------------------
+ROOT = '<root>.functions[I.GlobalVar("main")].body.block.'
+VEC = ('Check failed: (is_scalable_expr && TargetHasVLA(target_)) is false: Failed to vectorize '
+       'loop with extent {} for target {{"kind":"llvm","tag":"","keys":["cpu"],"host":{{"kind":'
+       '"llvm","mcpu":"{}"}}}}')
+
+
+def _same(*msgs, **kw):
+    return len({signature(_o(m, **kw)) for m in msgs}) == 1
+
+
+def test_renamed_buffers_and_their_paths_give_one_signature():
+    a = ("ValueError: TIR is ill-formed, due to multiple nested definitions of variable "
+         f"t1_local. It was first defined at {ROOT}alloc_buffers[0], and was re-defined at "
+         f"{ROOT}body.seq[1].buffer")
+    b = a.replace("t1_local", "w1_local").replace("[0]", "[2]").replace("seq[1]", "seq[3]")
+    c = a.replace("t1_local", "t2_global")
+    assert _same(a, b, c, stage="schedule", site="")
+    d = f"DiagnosticError: TIR is ill-formed: buffer x16 is used at {ROOT}body.seq[4].body.reads[0].source without a prior DeclBuffer or other declaration."
+    e = d.replace("x16", "acc").replace("seq[4].body.reads[0]", "seq[0].body.body.writes[1]")
+    assert _same(d, e, stage="parse", site="")
+    assert "buffer $ is used at ...source without a prior DeclBuffer" in normalize_message(d)
+
+
+def test_access_paths_collapse_to_their_last_field():
+    msgs = [f"print/parse round trip changes the PrimFunc at {p}.elem_offset"
+            for p in ("params[0].ty", "params[3].ty", "alloc_buffers[1]", "body.seq[2].buffer")]
+    assert _same(*msgs, kind="roundtrip", stage="roundtrip", site="")
+    assert normalize_message(msgs[0]).endswith("at ...elem_offset")
+    # ...but another field is another failure
+    assert not _same(msgs[0], msgs[0].replace("elem_offset", "strides"), site="")
+    loops = [f"ValueError: Invalid use of undefined variable {v} at {ROOT}{p}."
+             for v, p in (("i3", "body.seq[1].body.body.predicate.a"),
+                          ("k6_0", "body.seq[4].body.block.init.body.predicate.a.a.a"),
+                          ("v_k", "body.predicate.a"))]
+    assert _same(*loops, stage="schedule", site="")
+
+
+def test_symbolic_vars_and_target_details_give_one_signature():
+    assert _same(VEC.format("n", "skylake"), VEC.format("seq_len", "znver3"),
+                 VEC.format("m", "skylake"), site="src/tirx/transform/vectorize_loop.cc:1323")
+    mm = ("Matmul requires the reduction length of the operands to be equal.  However, the LHS "
+          "{} has shape R.shape([{}, 4]), while the RHS {} has shape R.shape([5, {}]).  The "
+          "reduction dimensions of T.int64(4) and T.int64(5) are not equal.")
+    assert _same(mm.format("x", "n", "gv1", "m"), mm.format("inp0", "seq_len", "gv", "batch"),
+                 site="src/relax/op/tensor/linear_algebra.cc:140")
+    region = ("Check failed: (var.has_value()) is false: TensorRegion pattern match failed: "
+              "{} * T.int64({}) + {}")
+    assert _same(region.format("v_ax2", 2, "v_rv0"), region.format("v_i", 4, "v_k"))
+
+
+def test_ops_passes_exceptions_check_text_and_dtypes_stay_apart():
+    base = _o("Check failed: (a == b) is false: x", failing_pass="")
+    variants = [
+        _o("Check failed: (a != b) is false: x"),                       # check text
+        _o("Check failed: (a == b) is false: x", error_type="ValueError"),   # exception class
+        dict(base, extra={"failing_pass": "FuseOps"}),                  # pass
+        dict(base, extra={"failing_pass": "FuseTIR"}),
+        dict(base, extra={"failing_step": {"prim": "rfactor"}}),        # schedule primitive
+        _o("Check failed: (a == b) is false: x", site="src/tirx/ir/stmt.cc:698"),
+    ]
+    sigs = {signature(o) for o in [base] + variants}
+    assert len(sigs) == len(variants) + 1
+    assert signature(_o("Shape of relax.nn.conv2d is wrong")) != \
+        signature(_o("Shape of relax.nn.conv1d is wrong"))
+    assert signature(_o(OP.format("asin"))) != signature(_o(OP.format("acos")))
+    assert signature(_o("Data type T.bfloat16 not supported")) != \
+        signature(_o("Data type T.float16 not supported"))
+    # vocabulary with digits is not a name
+    assert normalize_message("conv2d on x86_64 with log2 of a float32x4") == \
+        "conv2d on x86_64 with log2 of a float32x4"
+    # English stays: "a", "e.g.", words after "buffer" that are not names
+    assert normalize_message("buffer is a thing, e.g. here") == "buffer is a thing, e.g. here"
+    assert normalize_message("dtype mismatch: buffer's dtype is `T.uint16`") == \
+        "dtype mismatch: buffer's dtype is `T.uint16`"
+
+
+# --- bugs: signatures grouped by root cause ------------------------------------------------
+REFUSAL = ("CodeGenVM cannot emit this Relax operator directly. Run the appropriate lowering "
+           "pass, or route the operator to an external codegen before VM codegen.")
+
+
+def _refusal(call, kind="verifier_build", line=160):
+    return _o(REFUSAL, site=f"src/relax/backend/vm/codegen_vm.cc:{line}", kind=kind,
+              detail=REFUSAL + "\nOffending call:\n" + call, extra={"failing_pass": ""})
+
+
+def test_codegen_vm_refusal_is_one_bug_whatever_the_op():
+    outs = [_refusal(c) for c in ("R.exp(p1)", "R.nn.conv2d(p1, p2)", "R.scatter_elements(x)")]
+    assert len({signature(o) for o in outs}) == 3          # a bucket per op...
+    assert len({bug_id(o) for o in outs}) == 1             # ...one bug
+    assert "Op(" not in bug_key(outs[0]) and "codegen_vm.cc:" not in bug_key(outs[0])
+    # the same refusal on a valid program is another bug (another kind)
+    assert bug_id(_refusal("R.exp(p1)", kind="crash")) != bug_id(outs[0])
+    # the older releases' internal error names its op: one bug per op
+    old = [_o(f"CodeGenVM cannot handle this intrinsic now: Op(relax.{op})",
+              site="src/relax/backend/vm/codegen_vm.cc:401") for op in ("multiply", "permute_dims")]
+    assert bug_id(old[0]) != bug_id(old[1])
+
+
+def test_one_check_with_other_values_lines_and_names_is_one_bug():
+    a = _o("Check failed: value >= 0 (-2 vs. 0) : Literal value -2 is negative for unsigned "
+           "integer type uint64", site="src/ir/expr.cc:808", error_type="ValueError",
+           kind="late_validation", extra={"failing_pass": "tirx.MakePackedAPI"})
+    b = dict(a, throw_site="src/ir/expr.cc:812",
+             message="Check failed: value >= 0 (-4 vs. 0) : Literal value -4 is negative for "
+                     "unsigned integer type uint32")
+    assert signature(a) != signature(b) and bug_id(a) == bug_id(b)
+    assert bug_key(a) == ("late_validation | src/ir/expr.cc | Check failed: value >= N "
+                          "[pass tirx.MakePackedAPI]")
+    # a signature determines its bug
+    assert bug_id(a) == bug_id(dict(a, detail="other detail", seconds=9))
+
+
+def test_different_root_causes_stay_different_bugs():
+    base = _o("Check failed: (a == b) is false: x", extra={"failing_pass": "FuseOps"})
+    others = [
+        dict(base, message="Check failed: (a != b) is false: x"),
+        dict(base, throw_site="src/relax/op/op.cc:10"),
+        dict(base, extra={"failing_pass": "FuseTIR"}),
+        dict(base, kind="verifier_build"),
+        dict(base, extra={"failing_pass": "FuseOps", "failing_step": {"prim": "split"}}),
+        dict(base, message="Check failed: (a == b) is false: Op(relax.exp) is wrong"),
+    ]
+    ids = {bug_id(o) for o in [base] + others}
+    assert len(ids) == len(others) + 1
+    assert bug_id(_o(OP.format("cosh"))) != bug_id(_o(OP.format("atan")))
+    num = {"verdict": "fail", "kind": "numeric", "stage": "compare",
+           "extra": {"numeric_key": "relax.argsort:float64"}}
+    assert bug_id(num) != bug_id(dict(num, extra={"numeric_key": "relax.sort:float64"}))
+    assert bug_id({"verdict": "pass"}) == "" and len(bug_id(base)) == 12
+    assert bug_id(base) != signature_id(signature(base))
+    assert bug_id(bug_key(base)) == bug_id(base)

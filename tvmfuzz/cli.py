@@ -383,12 +383,16 @@ def worker(broker, insecure_broker, concurrency, visibility_timeout, hostname, l
               type=click.Path(file_okay=False))
 @click.option("--extra-pass", "extra_passes", multiple=True, metavar="MODULE:ATTR",
               help="a Relax pass to run before the pipeline (e.g. a fork's own pass)")
+@click.option("--corpus", "corpus_dir", default=None, type=click.Path(file_okay=False),
+              help="count the verdicts recorded in this corpus with `tvmfuzz triage`")
 @TVM_PYTHON
 @ENV_OPT
-def smoke(budget, cases, seed, baseline, update_baseline, out, extra_passes, tvm_python,
-          env_version):
-    """CI smoke fuzzing: exit 0 when no signature outside the baseline appears, 1 when one
-    does, 2 on usage or environment errors. Writes smoke.junit.xml and smoke.sarif."""
+def smoke(budget, cases, seed, baseline, update_baseline, out, extra_passes, corpus_dir,
+          tvm_python, env_version):
+    """CI smoke fuzzing: exit 0 when no new bug appears, 1 when one does, 2 on usage or
+    environment errors. Findings are grouped into bugs; known bugs, expected refusals of
+    near-valid mutants and bugs in the baseline are listed but do not fail the run. Writes
+    smoke.json, smoke.junit.xml and smoke.sarif."""
     from worker.smoke import SmokeError, run_smoke
 
     tvm_python = _tvm_python(env_version, tvm_python)
@@ -396,7 +400,8 @@ def smoke(budget, cases, seed, baseline, update_baseline, out, extra_passes, tvm
     try:
         code = run_smoke(budget, out_dir, seed, cases, Path(baseline) if baseline else None,
                          update_baseline, tuple(extra_passes), echo=click.echo,
-                         tvm_python=tvm_python)
+                         tvm_python=tvm_python,
+                         corpus=Path(corpus_dir) if corpus_dir else None)
     except SmokeError as e:
         raise click.UsageError(str(e))
     sys.exit(code)
@@ -605,30 +610,90 @@ def _open_corpus(path: str):
 @cli.command()
 @CORPUS_OPT
 @FORMAT_OPT
-def findings(corpus_dir, fmt):
-    """List the corpus's buckets (one per signature), most frequent first."""
-    from corpus import format_buckets
+@click.option("--buckets", "flat", is_flag=True,
+              help="list the buckets (one per signature) instead of the bugs")
+def findings(corpus_dir, fmt, flat):
+    """List the corpus's bugs (buckets grouped by root cause), new ones first, with their
+    status (new, known, expected), bucket count and finding count. --buckets: the flat list of
+    buckets (one per signature), most frequent first. JSON gives both levels (a bug's buckets
+    under its "buckets")."""
+    from corpus import format_buckets, format_bugs
 
     with _open_corpus(corpus_dir) as c:
-        buckets = c.buckets()
-    click.echo(json.dumps(buckets, indent=1) if fmt == "json" else format_buckets(buckets))
+        if flat:
+            buckets = c.buckets()
+            click.echo(json.dumps(buckets, indent=1) if fmt == "json"
+                       else format_buckets(buckets))
+            return
+        bugs = c.bugs()
+    if fmt == "json":
+        from worker.triage import STATUSES
+
+        click.echo(json.dumps({"bugs": bugs, "totals": {
+            "bugs": len(bugs), **{s: sum(g["status"] == s for g in bugs) for s in STATUSES},
+            "buckets": sum(g["bucket_count"] for g in bugs),
+            "findings": sum(g["count"] for g in bugs)}}, indent=1))
+    else:
+        click.echo(format_bugs(bugs))
 
 
 @cli.command()
-@click.argument("bucket")
+@click.argument("bucket", metavar="ID")
 @CORPUS_OPT
 @FORMAT_OPT
 def show(bucket, corpus_dir, fmt):
-    """Show one bucket (its id, or a unique prefix): signature, outcome, case, TVMScript."""
-    from corpus import UnknownBucket, format_bucket
+    """Show one bucket (signature, status, outcome, case, TVMScript) or one bug (key, status
+    and reason, its buckets): its id, or a unique prefix."""
+    from corpus import UnknownBucket, format_bucket, format_bug
 
     with _open_corpus(corpus_dir) as c:
         try:
-            b = c.bucket(bucket)
+            what, ident = c.resolve(bucket)
+            b = c.bucket(ident) if what == "bucket" else c.bug(ident)
         except UnknownBucket as e:
             raise click.UsageError(str(e))
+    if what == "bug":
+        click.echo(json.dumps(b, indent=1) if fmt == "json" else format_bug(b))
+        return
     b["replay"] = f"tvmfuzz replay {b['case_path']}"
     click.echo(json.dumps(b, indent=1) if fmt == "json" else format_bucket(b))
+
+
+@cli.command()
+@click.argument("bug")
+@click.option("--known", "url", default=None, metavar="URL",
+              help="the bug is a known TVM bug: the issue that reports it")
+@click.option("--not-a-bug", "reason", default=None, metavar="REASON",
+              help="the behaviour is intended: why")
+@click.option("--reset", is_flag=True, help="forget the verdict recorded for BUG")
+@CORPUS_OPT
+def triage(bug, url, reason, reset, corpus_dir):
+    """Record your verdict on a bug (its id, a unique prefix, or one of its buckets' ids) in
+    the corpus: `findings`, campaign summaries and `smoke --corpus` then count it known or
+    expected instead of new."""
+    from corpus import CorpusError, UnknownBucket, UnknownBug
+
+    given = [x for x in (url, reason) if x is not None] + ([True] if reset else [])
+    if len(given) != 1:
+        raise click.UsageError("give exactly one of --known URL, --not-a-bug REASON, --reset")
+    if (url is not None and not url.strip()) or (reason is not None and not reason.strip()):
+        raise click.UsageError("--known and --not-a-bug need a non-empty argument")
+    with _open_corpus(corpus_dir) as c:
+        try:
+            what, ident = c.resolve(bug)
+        except UnknownBucket as e:
+            raise click.UsageError(str(e) if "ambiguous" in str(e)
+                                   else f"no bug {bug!r} in corpus {corpus_dir}")
+        if what == "bucket":
+            ident = c.bug_of(ident)
+        try:
+            verdict = None if reset else ("known" if url is not None else "not-a-bug")
+            ident = c.set_verdict(ident, verdict, (url or reason or "").strip())
+            g = c.bug(ident)
+        except (UnknownBug, CorpusError) as e:
+            raise click.UsageError(str(e))
+    click.echo(f"bug {ident} ({g['bucket_count']} buckets, {g['count']} findings): "
+               f"{g['status']}: {g['status_reason']}")
 
 
 def main(argv=None) -> int:

@@ -92,13 +92,23 @@ def load_subject(spec: str, corpus_dir: Optional[str] = None) -> Subject:
     return Subject(str(path), script_job(value), "", case_dir, "script")
 
 
+def _resign(outcome: dict) -> str:
+    """The signature of a stored outcome by this tvmfuzz's rules (an older tvmfuzz may have
+    normalized names differently), or the stored one when the outcome is not kept whole."""
+    from .signature import signature
+
+    if outcome.get("verdict") == "fail" and "message" in outcome:
+        return signature(outcome) or outcome.get("signature", "")
+    return outcome.get("signature", "") or ""
+
+
 def _stored_signature(path: Path) -> str:
     """The signature a campaign (``case_N.outcome.json``) or a reduction (``outcome.json``,
     ``reduce.json``) stored beside the case; "" when there is none."""
     for cand in (path.with_name(path.name[:-len(".json")] + ".outcome.json"),
                  path.parent / "outcome.json"):
         try:
-            sig = json.loads(cand.read_text()).get("signature", "")
+            sig = _resign(json.loads(cand.read_text()))
         except (OSError, ValueError, AttributeError):
             continue
         if sig:
@@ -120,7 +130,8 @@ def _bucket_subject(spec: str, corpus_dir: Optional[str]) -> Subject:
     problem = case_problem(prog)
     if problem:
         raise BisectError(f"bucket {b['id']} refused: {problem}")
-    return Subject(f"bucket {b['id']}", case_job(prog), b.get("signature", ""))
+    return Subject(f"bucket {b['id']}", case_job(prog),
+                   _resign(b.get("outcome") or {}) or b.get("signature", ""))
 
 
 # --- running --------------------------------------------------------------------------------

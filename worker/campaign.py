@@ -22,7 +22,7 @@ from typing import Callable, Optional
 from fuzz.choice import RandomChooser
 from fuzz.generate import generate
 
-from .signature import short
+from .signature import bug_id, bug_key, short
 from .variants import BASE, nvcc_available, random_variant
 
 NEAR_VALID_SHARE = 0.15
@@ -188,6 +188,9 @@ class Stats:
     irs: collections.Counter = field(default_factory=collections.Counter)
     # schedule primitive -> [cases it was applied in, of which findings]
     primitives: dict = field(default_factory=dict)
+    # bug id -> {"key", "count", "first_seed", "signatures": {signature: (status, reason)}}
+    bugs: dict = field(default_factory=dict)
+    user_verdicts: dict = field(default_factory=dict)   # `tvmfuzz triage`'s, by bug id
 
     def add(self, prog, outcome: dict) -> None:
         v = outcome.get("verdict", "fail")
@@ -204,6 +207,26 @@ class Stats:
             sig = outcome.get("signature", "")
             entry = self.signatures.setdefault(sig, [0, prog.meta.get("seed")])
             entry[0] += 1
+            bug = self.bugs.setdefault(bug_id(outcome), {
+                "key": bug_key(outcome), "count": 0, "first_seed": prog.meta.get("seed"),
+                "signatures": {}})
+            bug["count"] += 1
+            if sig not in bug["signatures"]:   # the status of a signature's first finding
+                from .triage import auto_status
+
+                bug["signatures"][sig] = auto_status(prog, outcome)
+
+    def bug_list(self) -> list[dict]:
+        """The bugs met, new first, then known, then expected; the most frequent first."""
+        from .triage import ORDER, combine
+
+        out = []
+        for bid, b in self.bugs.items():
+            status, why = combine(b["signatures"].values(), self.user_verdicts.get(bid))
+            out.append({"id": bid, "key": b["key"], "status": status, "reason": why,
+                        "count": b["count"], "signatures": len(b["signatures"]),
+                        "first_seed": b["first_seed"]})
+        return sorted(out, key=lambda g: (ORDER.get(g["status"], 0), -g["count"], g["id"]))
 
     @property
     def cases(self) -> int:
@@ -215,6 +238,8 @@ class Stats:
         return {"t": round(t, 1), "cases": n, "cases_per_s": round(n / t, 2) if t else 0.0,
                 "verdicts": dict(self.verdicts), "findings_by_kind": dict(self.kinds),
                 "unique_signatures": len(self.signatures),
+                "unique_bugs": len(self.bugs),
+                "new_bugs": sum(g["status"] == "new" for g in self.bug_list()),
                 "validity": round(1 - self.verdicts["invalid"] / n, 4) if n else 1.0,
                 "op_coverage": f"{len(self.ops)}/{self.catalogue_size}",
                 "cases_by_ir": dict(self.irs),
@@ -250,7 +275,7 @@ class Display:
             kinds = ", ".join(f"{k} {c}" for k, c in sorted(snap["findings_by_kind"].items()))
             self.echo(f"[{snap['t']:6.0f}s] {snap['cases']} cases ({snap['cases_per_s']}/s), "
                       f"findings: {kinds or 'none'}; {snap['unique_signatures']} signatures, "
-                      f"validity {100 * snap['validity']:.1f}%, ops {snap['op_coverage']}")
+                      f"{snap['unique_bugs']} bugs ({snap['new_bugs']} new), validity {100 * snap['validity']:.1f}%, ops {snap['op_coverage']}")
 
     def _table(self, snap: dict):
         from rich.table import Table
@@ -262,6 +287,7 @@ class Display:
         t.add_row("findings by kind", ", ".join(
             f"{k} {v}" for k, v in sorted(snap["findings_by_kind"].items())) or "none")
         t.add_row("unique signatures", str(snap["unique_signatures"]))
+        t.add_row("bugs", f"{snap['unique_bugs']} ({snap['new_bugs']} new)")
         t.add_row("validity", f"{100 * snap['validity']:.1f}%")
         t.add_row("op coverage", snap["op_coverage"])
         return t
@@ -357,6 +383,8 @@ class Recorder:
 
         self.cfg, self.state, self.store, self.vers, self.echo = cfg, state, store, vers, echo
         self.stats = Stats(catalogue_size=len(CATALOGUE))
+        if store is not None:
+            self.stats.user_verdicts = store.verdicts()   # they count in the summary too
         self.display = Display(echo, cfg.live)
         self.stats_file = (cfg.out_dir / "stats.jsonl").open("a")
         self.extra_state: dict = {}   # more keys for campaign.json (the distributed reply list)
@@ -476,9 +504,11 @@ def _save_state(out_dir: Path, plan: SeedPlan, stats: Stats, cfg: CampaignConfig
 def _summarize(out_dir: Path, stats: Stats, plan: SeedPlan, start: int, echo,
                extra: Optional[dict] = None) -> dict:
     snap = stats.snapshot()
+    bugs = stats.bug_list()
     summary = dict(snap, **(extra or {}), seeds=[start, plan.next - 1], signatures=[
         {"signature": s, "count": c, "first_seed": first}
-        for s, (c, first) in sorted(stats.signatures.items(), key=lambda kv: -kv[1][0])])
+        for s, (c, first) in sorted(stats.signatures.items(), key=lambda kv: -kv[1][0])],
+        bugs=bugs)
     _write(out_dir / "summary.json", json.dumps(summary, indent=1))
     v = stats.verdicts
     echo(f"{stats.cases} cases in {snap['t']:.0f}s ({snap['cases_per_s']}/s): pass {v['pass']}, "
@@ -490,11 +520,23 @@ def _summarize(out_dir: Path, stats: Stats, plan: SeedPlan, start: int, echo,
         echo("schedule primitives (cases applied in, findings among them):")
         for p, (c, f) in sorted(stats.primitives.items(), key=lambda kv: -kv[1][0]):
             echo(f"  {p:24s} {c:5d}  {f:4d}")
+    if bugs:
+        from .triage import STATUSES
+
+        counts = ", ".join(f"{sum(g['status'] == st for g in bugs)} {st}" for st in STATUSES)
+        echo(f"{len(bugs)} bugs ({counts}), new first (status, count, bug, key, signatures, "
+             "first seed):")
+        for g in bugs:
+            echo(f"  {'NEW' if g['status'] == 'new' else g['status']:8s} {g['count']:4d}  "
+                 f"{g['id']}  {short(g['key'], 160)}  ({g['signatures']} signatures, "
+                 f"seed {g['first_seed']})")
+            if g["status"] != "new":
+                echo(f"  {'':8s} {'':4s}  {short(g['reason'], 172)}")
     if stats.signatures:
         echo(f"{len(stats.signatures)} distinct failures (count, signature, first seed):")
         for s in summary["signatures"]:
             echo(f"  {s['count']:4d}  {short(s['signature'], 200)}  (seed {s['first_seed']})")
         echo(f"cases saved under {out_dir / 'findings'}; replay one with "
              f"`tvmfuzz replay {out_dir / 'findings'}/<kind>/case_<seed>.json`; "
-             "`tvmfuzz findings` lists the corpus buckets")
+             "`tvmfuzz findings` lists the corpus's bugs (`--buckets`: its buckets)")
     return summary

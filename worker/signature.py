@@ -1,31 +1,136 @@
-"""Crash signatures: one stable name per bug.
+"""Crash signatures (one bucket per distinct failure) and bug keys (one bug per root cause).
 
-A signature is stage + kind + exception class + the first message line, normalized so that
-numbers, hex addresses, shapes and generated value names do not split one bug into many, + the
-C++ throw site (``file:line`` under TVM's ``src/``) + the failing pass where known. ``Op(...)``
-is reduced to the op's name, which stays: a different op is a different bug.
+A *signature* is kind + stage + exception class + the first message line, normalized so that
+numbers, hex addresses, shapes, the names a program gives its values, buffers, loops and
+symbolic variables, and IR access paths do not split one failure into many, + the C++ throw
+site (``file:line`` under TVM's ``src/``) + the failing pass or schedule primitive where known.
+What tells failures apart stays: ops (``Op(relax.exp)`` and qualified names such as
+``relax.nn.conv2d``, ``tirx.asin``), dtypes, exception classes, pass names, the C++ check text
+and the throw site. Signatures key the corpus's buckets.
+
+A *bug key* (``bug_key``) groups signatures by root cause, in the spirit of ClusterFuzz's crash
+state: kind + throw site without its line (the file; the stage when there is no C++ site) +
+the check text (``Check failed: (cond)`` and the ops the message names) or, for other errors,
+the exception class and message skeleton + the failing pass or schedule primitive. The op is
+left out of the key of CodeGenVM's clear "cannot emit this Relax operator directly" refusal:
+one behaviour whatever the op (shared/bug-classes.md, class 3). ``bug_id`` names a bug.
 """
 from __future__ import annotations
 
 import hashlib
 import re
 
-_DTYPE = r"(?:bfloat16|float(?:8|16|32|64)|u?int(?:1|4|8|16|32|64)|bool|e[45]m[23]\w*)"
+_DTYPE = (r"(?:bfloat16|float(?:8|16|32|64)|u?int(?:1|4|8|16|32|64)|bool|e[45]m[23]\w*)"
+          r"(?:x\d+)?")
 _OP_START = re.compile(r'(?:ir\.)?Op\((?=span=|name=)')
 _OP_SHORT = re.compile(r"\bOp\(([\w.]+)\)")
 _QUALIFIED = re.compile(r"\b(?:relax|tirx|tir|topi|s_tir|T|R|I)\.[\w.]+")
 _HEX = re.compile(r"\b0x[0-9a-fA-F]+\b")
 _NUM = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w])")
-_NAME_NUM = re.compile(r"\b([A-Za-z_]+?)_?\d+\b")
-_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 _SPACES = re.compile(r"\s+")
 # Access paths name the function on 0.27 and not on 0.26: one bug, one signature on both.
 _ROOT_FUNC = re.compile(r'<root>\.functions\[I\.GlobalVar\("[^"]*"\)\]')
-# Argument lists whose length follows the tensor's rank: one bug, whatever the rank.
-_REPEATS = re.compile(r"\b(ax#|i#|j#|k#)(?:, \1)*")   # loop variables of a tensor access
 _TENSOR_LOAD = re.compile(r"tensor_load\((?:[^()]|\([^()]*\))*\)")
 # Messages that name the op only on a later line (CodeGenVM: "Offending call: R.exp(p1)").
 _OFFENDING = re.compile(r"Offending call:\s*R\.([\w.]+)\(")
+# CodeGenVM's documented refusal of an op no pass lowered (0.27): one behaviour, any op.
+CODEGEN_REFUSAL = "cannot emit this Relax operator directly"
+
+# Bumped whenever bug_key's definition changes: a corpus then recomputes its buckets' bug ids.
+BUG_KEY_VERSION = 1
+
+# --- names ---------------------------------------------------------------------------------
+PLACEHOLDER = "$"
+_IDENT = re.compile(r"(?<![\w.$])(?<!\w')[A-Za-z_]\w*(?![\w$])")   # not buffer's "s"
+# An IR access path: <root>.a.b[3].c, or a relative one with an index and a field
+# (params[0].ty.elem_offset); one bug reaches the same field by many paths.
+_SEG = r"(?:\.[A-Za-z_]\w*|\[[^\[\]]*\])"
+_ROOT_PATH = re.compile(rf"<root>{_SEG}*")
+_REL_PATH = re.compile(rf"(?<![\w.$])[A-Za-z_]\w*{_SEG}*\[[^\[\]]*\]{_SEG}*\.[A-Za-z_]\w*")
+_LAST_FIELD = re.compile(r"\.([A-Za-z_]\w*)(?:\[[^\[\]]*\])*$")
+# A JSON object in a message (a target's configuration): its contents vary with the variant.
+_JSON_OBJ = re.compile(r'\{"[^{}]*(?:\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}[^{}]*)*(?:\}|$)')
+# Words after which a message names a buffer, variable, loop or block of the program.
+_NAME_KW = re.compile(r"\b(buffers?|Buffer|variables?|[Vv]ars?|parameters?|params?|"
+                      r"iter_vars?|loops?|extent|blocks?|Block|LHS|RHS|operands?|[Ii]nputs?|"
+                      r"arguments?|args?|[Tt]ensors?)(\s+)([`'\"]?)([A-Za-z_]\w*)\3")
+_NOT_NAMES = frozenset("""
+    a an the is are was were be been being of in on at to with for from by and or not no as
+    that which this these those it its has have had must should cannot can could does do did
+    will may might only also when while after before into inside within than then if but so
+    used defined declared bound binding binds type types dtype dtypes shape shapes ndim size
+    index indices name names kind var vars variable variables buffer buffers loop loops block
+    blocks param params parameter parameters extent extents region regions access accesses
+    scope data realize iter iters axis axes value values expected expects got given mismatch
+    field fields node nodes must requires required definition definitions declaration
+    tensor tensors operand operands input inputs argument arguments arg args dimension
+    dimensions length lengths element elements rank ranks
+    """.split())
+# Identifiers with digits that are vocabulary, not names: conv2d, log2, x86_64, sm_80,
+# int32_t, CamelCase types (Conv2DAttrs).
+_KEEP_DIGITS = re.compile(r"\w*\d[dD]\w*|log2|log10|log1p|exp2|expm1|atan2|x86_64|aarch64|"
+                          r"sm_\d+|\w+\d+_t|[A-Z][a-z]+[A-Z0-9]\w*")
+# Buffers and blocks that schedule primitives derive from another name (cache_read's
+# A_local, rfactor's C_rf, decompose_reduction's C_init, ...) and TIR block iteration vars.
+_DERIVED = re.compile(r"v_\w+|\w+_(?:local|global|shared|rf|init|pad|reindex)|[lg]v")
+# The dims of a shape (R.shape([n, 4]), T.Buffer((seq_len, 8), ...), shape (n, 4)): symbolic
+# variables are names.
+_SHAPE_LIST = re.compile(r"((?:\bshape\s*|\bR\.shape\(|\bR\.Tensor\(|\bT\.Buffer\()[\[(])"
+                         r"([^\[\]()]*)(?=[\])])")
+_OPS_NAMED = re.compile(r"\bOp\([\w.]+\)|\b(?:relax|tirx|tir|topi)\.[\w.]+")
+_ARG_LIST = re.compile(r"(?<=[(\[])\$(?:, \$)*(?=[)\]])")   # rank-dependent argument lists
+
+
+def _is_name(tok: str, loose: bool) -> bool:
+    """Whether ``tok`` is a program-chosen name. ``loose`` (outside C++ check text): also
+    derived buffer names, block iteration variables and single letters other than "a"."""
+    if re.search(r"\d", tok):
+        return not _KEEP_DIGITS.fullmatch(tok)
+    if not loose:
+        return False
+    return bool(_DERIVED.fullmatch(tok)) or (len(tok) == 1 and tok.islower() and tok != "a")
+
+
+def _names(text: str, loose: bool) -> str:
+    if loose:
+        text = _NAME_KW.sub(lambda m: m.group(0) if m.group(4) in _NOT_NAMES
+                            or re.match(r"[A-Z][a-z]+[A-Z]", m.group(4))
+                            else f"{m.group(1)}{m.group(2)}{m.group(3)}{PLACEHOLDER}{m.group(3)}",
+                            text)
+
+    def one(m):
+        tok = m.group(0)
+        after = text[m.end():m.end() + 2]
+        if len(tok) == 1 and after[:1] == "." and after[1:2].isalpha():   # e.g.
+            return tok
+        return PLACEHOLDER if _is_name(tok, loose) else tok
+
+    return _IDENT.sub(one, text)
+
+
+def _collapse_path(m) -> str:
+    last = _LAST_FIELD.search(m.group(0))
+    return "..." + (last.group(1) if last else "")
+
+
+def check_condition(msg: str) -> tuple[int, int]:
+    """The span of the C++ check's condition in ``msg`` (after "Check failed: "), or (-1, -1):
+    ``(cond)`` up to its closing parenthesis, or a bare ``a == b`` up to " (" (the values),
+    " : " or the end."""
+    i = msg.find("Check failed: ")
+    if i < 0:
+        return -1, -1
+    i += len("Check failed: ")
+    if msg[i:i + 1] == "(":
+        depth, j = 0, i
+        while j < len(msg):
+            depth += {"(": 1, ")": -1}.get(msg[j], 0)
+            j += 1
+            if depth == 0:
+                return i, j
+        return i, len(msg)
+    ends = [k for k in (msg.find(" (", i), msg.find(" : ", i), msg.find(": ", i)) if k >= 0]
+    return i, min(ends) if ends else len(msg)
 
 
 def normalize_message(msg: str) -> str:
@@ -33,20 +138,32 @@ def normalize_message(msg: str) -> str:
     line = _reduce_op_reprs(line)
     line = _ROOT_FUNC.sub("<root>", line)
     line = _TENSOR_LOAD.sub("tensor_load(...)", line)
+    line = _JSON_OBJ.sub("{...}", line)
+    line = _SHAPE_LIST.sub(lambda m: m.group(1) + re.sub(r"(?<![\w.])[A-Za-z_]\w*(?![\w.])",
+                                                         PLACEHOLDER, m.group(2)), line)
     keep: list[str] = []
 
-    def protect(m):   # a private-use character stands in, so no digit of it is rewritten
-        keep.append(m.group(0))
+    def protect(m):   # a private-use character stands in, so nothing in it is rewritten
+        keep.append(m.group(0) if isinstance(m, re.Match) else m)
         return chr(0xE000 + len(keep) - 1)
 
     line = _OP_SHORT.sub(protect, line)
     line = _QUALIFIED.sub(protect, line)
     line = re.sub(rf"\b{_DTYPE}\b", protect, line)
+    line = _ROOT_PATH.sub(lambda m: protect(_collapse_path(m)), line)
+    line = _REL_PATH.sub(lambda m: protect(_collapse_path(m)), line)
     line = _HEX.sub("0x?", line)
+    # C++ check text is source code: only numbers and names with digits are rewritten there.
+    a, b = check_condition(line)
+    if a >= 0:
+        cond = _NUM.sub("N", _names(line[a:b], loose=False))
+        line = _names(line[:a], True) + protect(cond) + _names(line[b:], True)
+    else:
+        line = _names(line, True)
     line = _NUM.sub("N", line)
-    line = _NAME_NUM.sub(lambda m: f"{m.group(1)}#", line)   # v12, lv3, p_4 -> v#, lv#, p#
-    line = _REPEATS.sub(lambda m: f"{m.group(1)}...", line)
-    line = re.sub("[\ue000-\uf8ff]", lambda m: keep[ord(m.group(0)) - 0xE000], line)
+    line = _ARG_LIST.sub(PLACEHOLDER + "...", line)
+    while re.search("[\ue000-\uf8ff]", line):   # protected spans may nest (a dtype in a cond)
+        line = re.sub("[\ue000-\uf8ff]", lambda m: keep[ord(m.group(0)) - 0xE000], line)
     return _SPACES.sub(" ", line).strip()[:300]
 
 
@@ -63,6 +180,23 @@ def _reduce_op_reprs(line: str) -> str:
     return line
 
 
+def _offending_op(outcome: dict) -> str:
+    m = _OFFENDING.search(outcome.get("detail", "") or "")
+    return f"Op(relax.{m.group(1)})" if m else ""
+
+
+def _primitive(outcome: dict) -> str:
+    step = (outcome.get("extra") or {}).get("failing_step") or {}
+    return step.get("prim", "") if isinstance(step, dict) else ""
+
+
+def _suffix(outcome: dict, site: str) -> str:
+    extra = outcome.get("extra") or {}
+    failing_pass, prim = extra.get("failing_pass", ""), _primitive(outcome)
+    return (f" @ {site}" if site else "") + (f" [pass {failing_pass}]" if failing_pass else "") \
+        + (f" [primitive {prim}]" if prim else "")
+
+
 def signature(outcome: dict) -> str:
     """The readable signature of a failing outcome (``Outcome.to_json()`` form)."""
     if outcome.get("verdict") == "pass":
@@ -71,16 +205,43 @@ def signature(outcome: dict) -> str:
     parts = [kind, outcome.get("stage", ""), outcome.get("error_type", "")]
     if kind == "numeric":
         # No throw site: name what differed (the op and dtype of the output), not the values.
-        parts.append(outcome.get("extra", {}).get("numeric_key", ""))
+        parts.append((outcome.get("extra") or {}).get("numeric_key", ""))
     else:
         parts.append(normalize_message(outcome.get("message", "")))
-        offending = _OFFENDING.search(outcome.get("detail", "") or "")
-        if offending:
-            parts.append(f"Op(relax.{offending.group(1)})")
-    site = outcome.get("throw_site", "")
-    failing_pass = outcome.get("extra", {}).get("failing_pass", "")
-    return " | ".join(p for p in parts if p) + (f" @ {site}" if site else "") + (
-        f" [pass {failing_pass}]" if failing_pass else "")
+        parts.append(_offending_op(outcome))
+    return " | ".join(p for p in parts if p) + _suffix(outcome, outcome.get("throw_site", ""))
+
+
+def bug_key(outcome: dict) -> str:
+    """The root-cause key of a failing outcome: what a signature says minus what varies
+    between findings of one bug (the throw site's line, the values and names after a C++
+    check's condition, the op CodeGenVM refuses). Every outcome with one signature has one
+    bug key, so a bucket belongs to exactly one bug."""
+    if outcome.get("verdict") == "pass":
+        return ""
+    kind = outcome.get("kind", "")
+    site = re.sub(r":\d+$", "", outcome.get("throw_site", "") or "")
+    parts = [kind, site or outcome.get("stage", "")]
+    if kind == "numeric":
+        parts.append((outcome.get("extra") or {}).get("numeric_key", ""))
+    else:
+        msg = normalize_message(outcome.get("message", ""))
+        a, b = check_condition(msg)
+        if a >= 0:   # the condition and the ops the message names, not its values
+            ops = [m.group(0) for m in _OPS_NAMED.finditer(msg[b:])]
+            parts.append(" ".join([f"Check failed: {msg[a:b]}"] + ops))
+        else:
+            parts.append(f"{outcome.get('error_type', '')}: {msg}".lstrip(": "))
+        if CODEGEN_REFUSAL not in msg:
+            parts.append(_offending_op(outcome))
+    return " | ".join(p for p in parts if p) + _suffix(outcome, "")
+
+
+def bug_id(outcome_or_key) -> str:
+    """The id of the bug an outcome (``Outcome.to_json()`` form) or bug key belongs to: 12 hex
+    characters, from a hash distinct from bucket ids'."""
+    key = outcome_or_key if isinstance(outcome_or_key, str) else bug_key(outcome_or_key)
+    return hashlib.sha1(f"bug:{key}".encode()).hexdigest()[:12] if key else ""
 
 
 def short(sig: str, width: int = 160) -> str:

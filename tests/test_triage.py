@@ -1,0 +1,229 @@
+"""Bugs and their status: CodeGenVM refusals of several ops are one bug, expected for a mutant
+whose types were erased on purpose; a known-bug op is known; a user's verdict persists; a
+corpus written by the previous tvmfuzz (schema 1) opens and gets bug ids."""
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from corpus import Corpus
+from tvmfuzz.cli import main
+from fuzz.model import Block, Function, Node, Param, Program, TensorTy
+from worker.signature import bug_id, signature
+from worker.triage import EXPECTED, KNOWN, NEW, auto_status
+
+ROOT = Path(__file__).resolve().parents[1]
+V = {"tvm_version": "0.27.0.post1", "tvmfuzz_version": "0.1.0"}
+OLD_STORE_COMMIT = "7f0fb07"     # the last corpus/store.py with schema 1
+
+
+def erased(op: str, n_args: int = 1, mode: str = "near-valid") -> Program:
+    """``op`` applied to parameters annotated R.Tensor(ndim=1): shape and dtype erased on
+    purpose (fuzz/mutate.py's erase_param), run with float32 (4,) tensors."""
+    real = TensorTy([4], "float32")
+    ps = [Param(f"p{i}", TensorTy(None, "", 1), -0.9, 0.9, actual=real) for i in range(n_args)]
+    meta = {"mode": mode, "seed": 1}
+    if mode == "near-valid":
+        meta["mutations"] = ["erase_param"]
+    return Program([Function("main", ps, [Block(True, [Node("v1", op, [p.name for p in ps], {},
+                                                               real)])], "v1")], "main", meta)
+
+
+def one_op(op: str, dtype: str) -> Program:
+    t = TensorTy([4], dtype)
+    return Program([Function("main", [Param("x", t, -0.9, 0.9)],
+                             [Block(True, [Node("v1", op, ["x"], {}, t)])], "v1")],
+                   "main", {"mode": "valid", "seed": 2})
+
+
+@pytest.fixture(scope="module")
+def real():
+    """Real TVM outcomes (in the sandbox): CodeGenVM's refusal of three ops whose parameter
+    types were erased, and acos on float16 (a known bug: fuzz/catalogue/known_bugs.py)."""
+    from worker.sandbox_runner import SandboxRunner
+
+    progs = [erased("relax.exp"), erased("relax.multiply", 2), erased("relax.negative"),
+             one_op("relax.acos", "float16")]
+    runner = SandboxRunner()
+    try:
+        outs = runner.run_many(progs)
+    finally:
+        runner.close()
+    return list(zip(progs, outs))
+
+
+def test_codegen_vm_refusals_of_three_ops_are_one_expected_bug(real, tmp_path, capsys):
+    refusals = real[:3]
+    for _, o in refusals:
+        assert o["verdict"] == "fail" and o["kind"] == "verifier_build", o
+        assert "cannot emit this Relax operator directly" in o["message"]
+    assert len({o["signature"] for _, o in refusals}) == 3      # one bucket per op
+    assert len({bug_id(o) for _, o in refusals}) == 1          # one bug
+    for p, o in refusals:
+        status, why = auto_status(p, o)
+        assert status == EXPECTED and "erase_param: parameter p0" in why, why
+        assert "R.Tensor(ndim=1)" in why and "shape and dtype erased" in why
+
+    root = tmp_path / "corpus"
+    with Corpus(root) as c:
+        for p, o in refusals:
+            c.add_finding(p, o, **V)
+        [bug] = c.bugs()
+    assert bug["bucket_count"] == 3 and bug["status"] == EXPECTED
+    assert "CodeGenVM" in bug["key"] and "Op(" not in bug["key"]
+    assert main(["show", bug["id"], "--corpus", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert "status     expected: near-valid mutant (erase_param" in out
+    assert "mutation   erase_param: parameter p0 of main annotated R.Tensor(ndim=1)" in out
+    bucket = bug["buckets"][0]["id"]
+    assert main(["show", bucket, "--corpus", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert f"bug        {bug['id']} (3 buckets, 3 findings)" in out and "mutation   " in out
+
+
+def test_the_same_refusal_is_new_without_an_erased_type(real):
+    p, o = real[0]
+    # a valid program refused the same way: nothing was broken on purpose
+    valid = erased("relax.exp", mode="valid")
+    assert auto_status(valid, dict(o, kind="crash"))[0] == NEW
+    # a mutant whose only mutation is a wrong annotation: the refusal is not what it broke
+    wrong = one_op("relax.exp", "float32")
+    wrong.meta.update(mode="near-valid", mutations=["wrong_annotation"])
+    wrong.main.blocks[0].nodes[0].annot = TensorTy([5], "float32")
+    status, why = auto_status(wrong, o)
+    assert status == NEW and "wrong_annotation: v1 = relax.exp(...) annotated" in why
+
+
+def test_known_bug_op_is_known_and_other_ops_are_new(real, tmp_path):
+    p, o = real[3]
+    assert o["verdict"] == "fail" and "Op(tirx.acos)" in o["signature"], o
+    status, why = auto_status(p, o)
+    assert status == KNOWN and why.startswith("fuzz/catalogue/known_bugs.py (relax.acos"), why
+    # the same failure from a program without a known-bug op is new
+    assert auto_status(one_op("relax.exp", "float16"), o)[0] == NEW
+    with Corpus(tmp_path / "c") as c:
+        c.add_finding(p, o, **V)
+        [bug] = c.bugs()
+    assert bug["status"] == KNOWN and "float16" in bug["status_reason"]
+
+
+def test_ill_formed_mutant_that_builds_is_expected_and_a_tir_verifier_miss_is_not():
+    wrong = one_op("relax.exp", "float32")
+    wrong.meta.update(mode="near-valid", mutations=["wrong_annotation"])
+    wrong.main.blocks[0].nodes[0].annot = TensorTy([5], "float32")
+    o = {"verdict": "fail", "kind": "verifier_build", "stage": "well_formed",
+         "message": "ill-formed module builds and runs"}
+    status, why = auto_status(wrong, o)
+    assert status == EXPECTED and "bug class 1" in why
+    assert "annotated R.Tensor((5,), \"float32\"), inferred R.Tensor((4,), \"float32\")" in why
+    # a valid TIR function the verifier refuses and the build runs is a verifier bug
+    from fuzz.tir.generate import generate_tir
+
+    tir = generate_tir(3)
+    tir.meta.update(mode="valid", seed=3)
+    miss = {"verdict": "fail", "kind": "verifier_build", "stage": "verify",
+            "message": "verifier-rejected PrimFunc builds and runs"}
+    assert auto_status(tir, miss)[0] == NEW
+
+
+def test_schedule_known_bug_matches_by_primitives_and_message():
+    from fuzz.tir.generate import generate_tir
+    from worker.tir_schedule import KNOWN_BUGS
+
+    kb = next(b for b in KNOWN_BUGS if b["id"] == "blockize-reverse_compute_inline")
+    prog = generate_tir(5)
+    prog.meta.update(mode="valid", seed=5)
+    o = {"verdict": "fail", "kind": "crash", "stage": "schedule", "error_type": "IndexError",
+         "message": "unordered_map::at",
+         "extra": {"schedule": [{"prim": "split"}] + kb["steps"],
+                   "failing_step": kb["steps"][-1]}}
+    status, why = auto_status(prog, o)
+    assert status == KNOWN and "KNOWN_BUGS[blockize-reverse_compute_inline]" in why
+    # another message, or the primitives out of order: not that bug
+    assert auto_status(prog, dict(o, message="something else"))[0] == NEW
+    rev = dict(o, extra={"schedule": kb["steps"][::-1]})
+    assert auto_status(prog, rev)[0] == NEW
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "tvmfuzz", *args], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
+
+
+def test_triage_verdict_persists_and_unknown_bug_is_exit_2(real, tmp_path):
+    root = tmp_path / "corpus"
+    p, o = real[0]
+    with Corpus(root) as c:
+        c.add_finding(p, dict(o, kind="crash"), **V)    # as if a valid program: new
+        [bug] = c.bugs()
+    assert bug["status"] == NEW
+    url = "https://github.com/apache/tvm/issues/12345"
+    r = _cli("triage", bug["id"][:8], "--known", url, "--corpus", str(root))
+    assert r.returncode == 0 and f"bug {bug['id']}" in r.stdout and url in r.stdout, r.stderr
+    with Corpus(root) as c:                                # a new process, a reopened store
+        [again] = c.bugs()
+        assert again["status"] == KNOWN and url in again["status_reason"]
+        assert again["verdict"]["verdict"] == "known" and again["verdict"]["note"] == url
+    r = _cli("findings", "--corpus", str(root), "--format", "json")
+    assert json.loads(r.stdout)["bugs"][0]["status"] == KNOWN
+    # a bucket id names its bug too
+    r = _cli("triage", bug["buckets"][0]["id"], "--not-a-bug", "intended", "--corpus", str(root))
+    assert r.returncode == 0 and "expected: not a bug (recorded by a user): intended" in r.stdout
+    r = _cli("triage", bug["id"], "--reset", "--corpus", str(root))
+    assert r.returncode == 0 and ": new: " in r.stdout
+    for args in (["ffffffffffff", "--known", url], ["nonsense", "--not-a-bug", "x"],
+                 [bug["id"], "--known", url, "--not-a-bug", "x"], [bug["id"]]):
+        r = _cli("triage", *args, "--corpus", str(root))
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("tvmfuzz: error:")
+    assert "no bug 'ffffffffffff'" in _cli("triage", "ffffffffffff", "--known", url,
+                                           "--corpus", str(root)).stderr
+
+
+def _old_store(tmp_path):
+    """corpus/store.py as it was with schema 1, imported under another name."""
+    try:
+        src = subprocess.run(["git", "show", f"{OLD_STORE_COMMIT}:corpus/store.py"], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        pytest.fail(f"cannot read the schema-1 store from git ({e}); this test needs the "
+                    "repository's history")
+    path = tmp_path / "old_store.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("old_store", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.SCHEMA_VERSION == 1
+    return mod
+
+
+def test_corpus_written_by_the_schema_1_store_opens_with_bug_ids(real, tmp_path, capsys):
+    old = _old_store(tmp_path)
+    root = tmp_path / "corpus"
+    c = old.Corpus(root)
+    old_ids = []
+    for p, o in real:
+        # as the old campaign stored them: its signature, computed by its own rules
+        o = dict(o, signature="old | " + signature(o))
+        old_ids.append(c.add_finding(p, o, **V)[0])
+    c.close()
+    with Corpus(root) as new:
+        assert new.schema_version == 2 and new.integrity_check() == "ok"
+        assert sorted(b["id"] for b in new.buckets()) == sorted(old_ids)   # buckets kept
+        assert len(new.findings()) == 4
+        bugs = new.bugs()
+        assert sorted(g["bucket_count"] for g in bugs) == [1, 3]
+        refusal = next(g for g in bugs if g["bucket_count"] == 3)
+        assert refusal["status"] == EXPECTED and refusal["id"] == bug_id(real[0][1])
+        # new findings land beside the old ones, in the same bug
+        p, o = real[1]
+        bid, fresh = new.add_finding(p, o, **V)
+        assert fresh and new.bucket(bid)["bug_id"] == refusal["id"]
+        assert new.set_verdict(refusal["id"][:6], "known", "https://example.org/1") == \
+            refusal["id"]
+    assert main(["findings", "--corpus", str(root)]) == 0
+    assert "2 bugs (0 new, 2 known, 0 expected) in 5 buckets, 5 findings" in \
+        capsys.readouterr().out

@@ -1,0 +1,229 @@
+"""The status of a bug: ``new``, ``known`` or ``expected``, always with a reason.
+
+* ``known``: a TVM defect tvmfuzz already knows. Relax cases are matched against
+  ``fuzz/catalogue/known_bugs.py`` (``explain``), TIR cases against ``fuzz.tir.build.known_bug``,
+  schedules against ``worker.tir_schedule.KNOWN_BUGS``; a user can also record one
+  (``tvmfuzz triage BUG --known URL``, kept by the corpus).
+* ``expected``: a near-valid mutant (case meta ``mode: near-valid``) whose failure is what TVM
+  means to do with the promise that was broken on purpose: CodeGenVM's clear refusal ("cannot
+  emit this Relax operator directly. Run the appropriate lowering pass ...") of an op whose
+  parameter had its dtype or shape erased, and the verifier rejecting a module that the build
+  then accepts ("ill-formed module builds and runs": no TVM API promises that building re-checks
+  what ``well_formed`` rejects, shared/bug-classes.md class 1). A user's ``--not-a-bug REASON``
+  is recorded as expected too.
+* ``new``: everything else, which is what a person should look at.
+
+A bug (``worker.signature.bug_id``) groups buckets; it is new when any of its buckets is, so a
+status never hides a finding that nothing explains. This module imports nothing from TVM.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+from .signature import CODEGEN_REFUSAL
+
+NEW, KNOWN, EXPECTED = "new", "known", "expected"
+STATUSES = (NEW, KNOWN, EXPECTED)
+ORDER = {s: i for i, s in enumerate(STATUSES)}   # new first
+ILL_FORMED_BUILDS = "ill-formed module builds and runs"
+
+
+# --- what a near-valid mutant broke --------------------------------------------------------
+def _ty(t) -> str:
+    from fuzz.model import TensorTy
+
+    if t is None:
+        return "?"
+    if not isinstance(t, TensorTy):
+        return "R.Tuple(" + ", ".join(_ty(f) for f in t.fields) + ")"
+    args = []
+    if t.shape is not None:
+        args.append("(" + ", ".join(str(d) for d in t.shape) + ("," if len(t.shape) == 1 else "")
+                    + ")")
+    elif t.ndim >= 0:
+        args.append(f"ndim={t.ndim}")
+    if t.dtype:
+        args.append(f'"{t.dtype}"' if t.shape is not None else f'dtype="{t.dtype}"')
+    return f"R.Tensor({', '.join(args)})"
+
+
+def _erased(p) -> str:
+    from fuzz.model import TensorTy
+
+    t = p.ty
+    if not isinstance(t, TensorTy):
+        return ""
+    what = []
+    if t.shape is None:
+        what.append("shape" if t.ndim >= 0 else "shape and rank")
+    if not t.dtype:
+        what.append("dtype")
+    return " and ".join(what)
+
+
+def is_near_valid(prog) -> bool:
+    meta = getattr(prog, "meta", None) or {}
+    return meta.get("mode") == "near-valid" or bool(meta.get("mutations")) \
+        or bool(meta.get("invalid"))
+
+
+def mutations(prog) -> list[str]:
+    """What a near-valid case broke on purpose, one line per mutation (empty for a valid
+    case). Read from the case: ``meta["mutations"]`` names them (fuzz/mutate.py), the program
+    shows where (erased parameter types, disagreeing annotations); TIR mutants say it in
+    ``meta["invalid"]``."""
+    if not is_near_valid(prog):
+        return []
+    meta = prog.meta
+    if getattr(prog, "ir", "relax") == "tir":
+        return [f"malformed layout: {meta['invalid']}"] if meta.get("invalid") else []
+    out = []
+    for name in dict.fromkeys(meta.get("mutations") or []):
+        if name == "erase_param":
+            for f in prog.functions:
+                direct = {a for n in f.nodes() if n.op != "match_cast" for a in n.args}
+                for p in f.params:
+                    what = _erased(p)
+                    if p.actual is not None and what and p.name in direct:
+                        out.append(f"erase_param: parameter {p.name} of {f.name} annotated "
+                                   f"{_ty(p.ty)} ({what} erased; called with "
+                                   f"{_ty(p.actual)}) and used without match_cast")
+        elif name == "wrong_annotation":
+            for f in prog.functions:
+                for n in f.nodes():
+                    if n.annot is not None and n.annot != n.ty:
+                        out.append(f"wrong_annotation: {n.name} = {n.op}(...) annotated "
+                                   f"{_ty(n.annot)}, inferred {_ty(n.ty)}")
+        elif name == "edge_attrs":
+            out.append("edge_attrs: an op's attributes set at the edge of legality")
+        else:
+            out.append(name)
+    return out or ["near-valid mutant (mutation not recorded)"]
+
+
+# --- known TVM bugs ------------------------------------------------------------------------
+def _subsequence(want: list, have: list) -> bool:
+    it = iter(have)
+    return all(any(w == h for h in it) for w in want)
+
+
+def schedule_known_bug(outcome: dict) -> Optional[dict]:
+    """The ``worker.tir_schedule.KNOWN_BUGS`` entry a finding of a scheduled case matches:
+    its steps' primitives appear in order among the steps applied, and the symptom agrees (a
+    crash with the entry's message; a wrong result, a signal or memory damage whose last
+    primitive is the entry's)."""
+    from .tir_schedule import KNOWN_BUGS
+
+    extra = outcome.get("extra") or {}
+    steps = list(extra.get("schedule") or [])
+    failing = extra.get("failing_step")
+    if isinstance(failing, dict) and (not steps or steps[-1] != failing):
+        steps.append(failing)
+    prims = [s.get("prim") for s in steps if isinstance(s, dict)]
+    if not prims:
+        return None
+    kind, message = outcome.get("kind", ""), outcome.get("message", "") or ""
+    for bug in KNOWN_BUGS:
+        want = [s["prim"] for s in bug["steps"]]
+        if not _subsequence(want, prims):
+            continue
+        expect = bug["expect"]
+        if expect.startswith("crash: "):
+            if kind not in ("numeric", "signal") and expect[len("crash: "):] in message:
+                return bug
+            continue
+        last = prims[-1] == want[-1]
+        if expect == "mismatch" and kind == "numeric" and last:
+            return bug
+        if expect == "signal" and kind == "signal" and last:
+            return bug
+        if expect == "memory" and last and (kind in ("numeric", "signal")
+                                            or outcome.get("stage") == "run"):
+            return bug
+    return None
+
+
+def known_reason(prog, outcome: dict) -> Optional[str]:
+    """Why a finding is a known TVM bug, or None."""
+    kind = outcome.get("kind", "")
+    if getattr(prog, "ir", "relax") == "tir":
+        from fuzz.tir.build import known_bug
+
+        why = known_bug(prog, None) if kind == "numeric" else \
+            known_bug(prog, outcome.get("message", "") or "") if outcome.get("message") else None
+        if why:
+            return f"fuzz/tir/build.known_bug: {why}"
+    else:
+        from fuzz.catalogue.known_bugs import explain
+
+        try:
+            bug = explain(prog, outcome)
+        except Exception:  # noqa: BLE001 - a malformed case is simply not explained
+            bug = None
+        if bug is not None:
+            return f"fuzz/catalogue/known_bugs.py ({', '.join(bug.ops)}): {bug.note}"
+    bug = schedule_known_bug(outcome)
+    if bug is not None:
+        return f"worker/tir_schedule.KNOWN_BUGS[{bug['id']}]: {bug['note']}"
+    return None
+
+
+# --- expected refusals of near-valid mutants -----------------------------------------------
+def expected_reason(prog, outcome: dict) -> Optional[str]:
+    """Why a near-valid mutant's failure is TVM's intended answer, or None."""
+    if not is_near_valid(prog) or outcome.get("kind") != "verifier_build":
+        return None
+    broke = "; ".join(mutations(prog))
+    message = outcome.get("message", "") or ""
+    if outcome.get("stage") == "well_formed" and message.startswith(ILL_FORMED_BUILDS):
+        return (f"near-valid mutant ({broke}): well_formed rejects it and the build accepts "
+                "it; no TVM API promises that building re-checks what well_formed rejects "
+                "(bug class 1: a bug only if the result is then wrong)")
+    erased = getattr(prog, "ir", "relax") != "tir" and any(
+        _erased(p) and p.actual is not None for f in prog.functions for p in f.params)
+    if CODEGEN_REFUSAL in message and "Run the appropriate lowering pass" in message and erased:
+        return (f"near-valid mutant ({broke}): with a dtype or shape erased on purpose no pass "
+                "lowers the op, and TVM refuses it with its documented CodeGenVM message "
+                "(bug class 3: one behaviour, whatever the op)")
+    return None
+
+
+def auto_status(prog, outcome: dict) -> tuple[str, str]:
+    """(status, reason) of one finding from the case and its outcome alone. An expected
+    refusal is checked first: some known-bug entries match any error of a program using their
+    op, and a mutant's intended refusal is not that bug."""
+    why = expected_reason(prog, outcome)
+    if why:
+        return EXPECTED, why
+    why = known_reason(prog, outcome)
+    if why:
+        return KNOWN, why
+    broke = mutations(prog)
+    return NEW, "matches no known TVM bug" + (
+        f"; near-valid mutant ({'; '.join(broke)}), and the failure is not TVM's intended "
+        "refusal" if broke else "")
+
+
+def user_status(verdict: Optional[dict]) -> Optional[tuple[str, str]]:
+    """(status, reason) of a verdict recorded with ``tvmfuzz triage`` ({"verdict": "known" |
+    "not-a-bug", "note": URL or reason}), or None."""
+    if not verdict:
+        return None
+    if verdict.get("verdict") == "known":
+        return KNOWN, f"recorded by a user: {verdict.get('note', '')}"
+    return EXPECTED, f"not a bug (recorded by a user): {verdict.get('note', '')}"
+
+
+def combine(statuses: Iterable[tuple[str, str]],
+            verdict: Optional[dict] = None) -> tuple[str, str]:
+    """The status of a bug from its buckets' statuses: a user's verdict wins; otherwise new
+    when any bucket is new, then known, then expected (the first such bucket's reason)."""
+    user = user_status(verdict)
+    if user:
+        return user
+    statuses = list(statuses)
+    for status in STATUSES:
+        for s, why in statuses:
+            if s == status:
+                return s, why
+    return NEW, "no finding"
