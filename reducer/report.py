@@ -268,7 +268,9 @@ def write_outputs(red, variants: Optional[list] = None, affected: Optional[dict]
         w.write("repro.py", repro_text(red.script, red.outcome, program, variants,
                                        input_seed=red.stats.get("input_seed") or 0,
                                        near_valid=bool(red.stats.get("near_valid")),
-                                       inputs_by_name=red.stats.get("inputs_by_name")),
+                                       inputs_by_name=red.stats.get("inputs_by_name"),
+                                       module_json=red.repro.get("module_json", ""),
+                                       schedule_traces=red.repro.get("schedule_traces")),
                 mode=0o755)
     w.write("report.md", report_markdown(red, variants, affected))
     w.write("outcome.json", json.dumps(red.outcome, indent=1, default=str))
