@@ -66,8 +66,12 @@ def _literal(text: str) -> str:
 
 def failing_variants(program: Optional[Program], outcome: dict) -> list[dict]:
     """The variants the finding was built with, up to the one that failed."""
+    from worker.variants import Variant
+
     failing = outcome.get("extra", {}).get("variant")
-    vs = list((program.meta.get("variants") if program else None) or [])
+    vs = [Variant.from_json(v).to_json()   # as the worker spells them: comparable
+          for v in (program.meta.get("variants") if program else None) or []]
+    failing = Variant.from_json(failing).to_json() if failing else failing
     if failing in vs:
         return vs[:vs.index(failing) + 1]
     if failing:
