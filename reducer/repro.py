@@ -81,11 +81,16 @@ def failing_variants(program: Optional[Program], outcome: dict) -> list[dict]:
 
 
 def pack(arrays) -> str:
-    """Arrays as base64 of a zlib-compressed .npz (repro.py's ``unpack``)."""
+    """Arrays as base64 of a zlib-compressed .npz (repro.py's ``unpack``). .npz keeps only
+    numpy's own dtypes, so ml_dtypes' (bfloat16, float8) are stored as their bits, with every
+    array's dtype name under "dtypes"."""
     import numpy as np
 
+    arrays = [np.asarray(a) for a in arrays]
+    stored = [a if a.dtype.kind in "biufc" else a.view(f"uint{8 * a.dtype.itemsize}")
+              for a in arrays]
     buf = io.BytesIO()
-    np.savez(buf, *[np.asarray(a) for a in arrays])
+    np.savez(buf, *stored, dtypes=np.array([str(a.dtype) for a in arrays]))
     return base64.b64encode(zlib.compress(buf.getvalue(), 9)).decode()
 
 

@@ -46,11 +46,20 @@ def normalize(msg):
 
 
 def unpack(blob):
-    """Arrays packed as base64 of a zlib-compressed .npz, in order."""
+    """Arrays packed as base64 of a zlib-compressed .npz, in order ("dtypes" names each
+    array's dtype: bfloat16 and float8 are stored as their bits)."""
     import numpy as np
 
     data = np.load(io.BytesIO(zlib.decompress(base64.b64decode(blob))))
-    return [data[f"arr_{i}"] for i in range(len(data.files))]
+    out = []
+    for i, name in enumerate(data["dtypes"]):
+        a = data[f"arr_{i}"]
+        if str(a.dtype) != str(name):
+            import ml_dtypes
+
+            a = a.view(getattr(ml_dtypes, str(name)))
+        out.append(a)
+    return out
 
 
 def load_module(near_valid):

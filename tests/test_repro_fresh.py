@@ -267,3 +267,21 @@ def test_repro_code_is_the_workers_own():
     for name in ("build_for", "vm_for", "pass_watch", "replay_traces", "input_values",
                  "roundtrip_problem", "runnable_here"):
         assert callable(namespace[name]), name
+
+
+def test_repro_embeds_the_cases_own_inputs_bfloat16_too(tmp_path):
+    import runpy
+
+    import numpy as np
+
+    from fuzz.inputs import make_inputs
+    from reducer.repro import repro_text
+
+    prog = _one("relax.abs", "bfloat16", [BASE], lo=-2.0, hi=2.0, shape=(3, 2))
+    path = tmp_path / "repro.py"
+    path.write_text(repro_text("# the module", {"kind": "crash", "stage": "run"}, prog))
+    ns = runpy.run_path(str(path), run_name="not_main")   # definitions only
+    got = ns["unpack"](ns["CASE"]["inputs"]["data"])
+    _, want = make_inputs(prog, prog.meta["seed"])
+    assert [str(a.dtype) for a in got] == ["bfloat16"]
+    assert np.array_equal(got[0].astype(np.float32), want[0].astype(np.float32))
