@@ -19,7 +19,6 @@ import base64
 import functools
 import io
 import json
-import os
 import re
 import subprocess
 import sys
@@ -194,8 +193,8 @@ def attempt():
                 for step in v["schedule_trace"]:
                     print(f"  # {step['func']}\n  " + "\n  ".join(step["trace"]), flush=True)
                 schedule = functools.partial(replay_traces, traces=v["schedule_trace"])
-            print(f"building for {json.dumps({k: x for k, x in v.items() if k != 'schedule_trace'})}",
-                  flush=True)
+            shown = {k: x for k, x in v.items() if k != "schedule_trace"}
+            print(f"building for {json.dumps(shown)}", flush=True)
             try:
                 with tvm.transform.PassContext(instruments=[watch]):
                     ex = build_for(mod, v, schedule)
@@ -263,7 +262,8 @@ def main():
     try:
         got = attempt()
     except Exception as e:   # this script's own trouble: say it in one line
-        print(f"could not reproduce: {type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}")
+        first = (str(e).strip().splitlines() or [""])[0]
+        print(f"could not reproduce: {type(e).__name__}: {first}")
         return 2
     if got is None:
         print("no failure: the module builds, runs and agrees; the bug does not reproduce")

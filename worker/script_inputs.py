@@ -27,8 +27,8 @@ class ShapeValue(tuple):
 def input_values(func, seed=0, by_name=None):
     """One value per parameter of the Relax function ``func``: numpy arrays, tuples of ints
     (``ShapeValue``: an ``R.Shape``), Python numbers (an ``R.Prim``) and tuples of those;
-    deterministic from ``seed``. ``by_name``: ``{param: [shape, dtype, lo, hi]}`` for parameters whose type does
-    not say."""
+    deterministic from ``seed``. ``by_name``: ``{param: [shape, dtype, lo, hi]}`` for
+    parameters whose type does not say."""
     import numpy as np
     import tvm
 
