@@ -34,14 +34,18 @@ from reducer.api import ReduceError, reduce_case, reduce_script  # noqa: E402
 from reducer.linedd import line_ddmin  # noqa: E402
 from reducer.oracle import Oracle, ScriptSubject  # noqa: E402
 from reducer.pool import SandboxPool  # noqa: E402
-from reducer.repro import case_inputs, failing_variants  # noqa: E402
+from reducer.repro import failing_variants  # noqa: E402
 from reducer.size import script_bindings  # noqa: E402
 
 
 def by_name(prog: Program) -> dict:
     """Input shapes by parameter name (a case's erased parameters have none in the text)."""
-    spec = case_inputs(prog)
-    return {p.name: spec["params"][i] for i, p in enumerate(prog.main.params)}
+    from fuzz import dims as D
+    from fuzz.inputs import make_inputs
+
+    env, _ = make_inputs(prog, prog.meta.get("seed") or 0)
+    return {p.name: [[D.evaluate(d, env) for d in p.runtime_ty.shape], p.runtime_ty.dtype,
+                     p.lo, p.hi] for p in prog.main.params}
 
 
 def ddmin_case(pool: SandboxPool, text: str, variants: list, seed: int, near_valid: bool,

@@ -285,8 +285,10 @@ def to_script(mod) -> str:
 
 
 def from_script(text: str):
-    """Parse TVMScript. It evaluates Python: call only on trusted text or inside the sandbox."""
-    tvm, _, _ = _tvm()
+    """Parse TVMScript. It evaluates Python: call only on trusted text or inside the sandbox.
+    (Self-contained, as ``to_script``: repro.py runs both as they are.)"""
+    import tvm
+
     return tvm.script.from_source(text)
 
 

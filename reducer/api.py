@@ -49,6 +49,9 @@ class Reduction:
     slippage: dict = field(default_factory=dict)   # signature -> directory it was saved in
     out_dir: Optional[Path] = None
     writer: Any = None              # the OutDir this run writes through
+    # For repro.py: "module_json" (the module itself, where its printout does not parse back
+    # to it), "schedule_traces" (the schedule a "scheduled" variant applied, as TVM's trace)
+    repro: dict = field(default_factory=dict)
 
 
 # --- inputs ---------------------------------------------------------------------------------
@@ -103,6 +106,9 @@ def _stable_signature(oracle: Oracle, subject_label: str, cand, want: Optional[s
         listed = "; ".join(f"{n}x {s or 'pass'}" for s, n in sigs.most_common())
         raise ReduceError(f"the {subject_label} fails only sometimes ({listed}); an unstable "
                           "failure cannot be reduced reliably")
+    if first.get("kind") == "no_inputs":
+        raise ReduceError(f"the {subject_label} builds, but no inputs can be made to run it: "
+                          f"{first.get('message')}")
     if first.get("verdict") == "invalid":
         raise ReduceError(f"TVM refuses to construct the {subject_label} (a generator defect, "
                           f"not a TVM bug): {first.get('error_type')}: {first.get('message')}")
@@ -169,8 +175,10 @@ def reduce_case(program: Program, *, signature: Optional[str] = None,
                         structure=ops.structure)
         best, cancelled = _run(driver, program, ops.passes(program, first), max_rounds, log)
         outcome = _final_outcome(oracle, best, first, interesting)
-        script = _print_case(pool, best)
+        script, module_json = _print_case(pool, best, outcome)
         trace = _tir_trace(pool, best)
+        repro = _repro_extras(pool, best, outcome, module_json,
+                              near_valid=best.meta.get("mode") == "near-valid")
         stats = _stats(oracle, driver, t0, cancelled, ops.size(program), ops.size(best),
                        script_bindings(script) if script else -1)
         stats["python"] = python   # the TVM it ran on (report.md names its version)
@@ -178,7 +186,7 @@ def reduce_case(program: Program, *, signature: Optional[str] = None,
             stats["schedule_trace"] = trace
         red = Reduction("case", program, best, oracle.target_sig or outcome.get("signature", ""),
                         outcome, script, stats, dict(oracle.slipped),
-                        writer.path if writer else None, writer)
+                        writer.path if writer else None, writer, repro)
         if writer is not None:
             from .report import write_outputs
 
@@ -256,7 +264,8 @@ def reduce_script(text: str, *, signature: Optional[str] = None,
         stats.update(start=how, **{k: v for k, v in session.stats.items()})
         red = Reduction("script", text, best, oracle.target_sig or outcome.get("signature", ""),
                         outcome, best, stats, dict(oracle.slipped),
-                        writer.path if writer else None, writer)
+                        writer.path if writer else None, writer,
+                        _repro_extras(pool, best, outcome, "", variants, near_valid))
         red.stats.update(variants=variants, input_seed=input_seed, near_valid=near_valid,
                          inputs_by_name=inputs_by_name, python=python)
         if writer is not None:
@@ -341,9 +350,42 @@ def _tir_trace(pool: SandboxPool, prog) -> Optional[str]:
     return r["result"]["trace"] if r.get("status") == "ok" else ""
 
 
-def _print_case(pool: SandboxPool, prog: Program) -> str:
-    r = pool.run({"kind": "print", "program": prog.to_json()})
-    return r["result"]["script"] if r.get("status") == "ok" else ""
+def _print_case(pool: SandboxPool, prog: Program, outcome: Optional[dict] = None
+                ) -> tuple[str, str]:
+    """(TVMScript of the case, TVM's JSON of its module where a Relax case's printout does
+    not parse back to it, or always for a round-trip finding; else "")."""
+    job = {"kind": "print", "program": prog.to_json()}
+    if prog.ir != "tir":
+        job["module_json"] = "always" if (outcome or {}).get("kind") == "roundtrip" else "auto"
+    r = pool.run(job)
+    if r.get("status") != "ok":
+        return "", ""
+    return r["result"]["script"], r["result"].get("module_json", "")
+
+
+def _repro_extras(pool: SandboxPool, subject, outcome: dict, module_json: str,
+                  variants: Optional[list] = None, near_valid: bool = False) -> dict:
+    """What a Relax repro.py needs beyond the script: the module's JSON (see _print_case) and,
+    for "scheduled" variants, the schedule that was applied as TVM's trace."""
+    from .repro import failing_variants
+
+    out: dict = {"module_json": module_json} if module_json else {}
+    program = subject if isinstance(subject, Program) else None
+    near_valid = near_valid or bool(program is not None
+                                    and program.meta.get("mode") == "near-valid")
+    if program is not None and program.ir == "tir":
+        return out
+    vs = variants or failing_variants(program, outcome)
+    if any(v.get("pipeline") == "scheduled" for v in vs):
+        job = {"kind": "schedule_trace", "variants": vs, "near_valid": near_valid,
+               "steps": (outcome.get("extra") or {}).get("schedule") or []}
+        job.update({"program": program.to_json()} if program is not None else {"text": subject})
+        r = pool.run(job)
+        out["schedule_traces"] = (r["result"]["traces"] if r.get("status") == "ok" else
+                                  {str(i): {"error": "tracing the schedule failed: "
+                                            + str(r.get("error", r.get("status")))[:200]}
+                                   for i, v in enumerate(vs) if v.get("pipeline") == "scheduled"})
+    return out
 
 
 def _stats(oracle: Oracle, driver: Driver, t0: float, cancelled: bool, before: int,
@@ -377,14 +419,17 @@ def report_input(kind: str, subject_value, *, out_dir: Path, timeout: float = 60
         label = "case" if kind == "case" else "TVMScript file"
         first = _stable_signature(oracle, label, subject_value, None)
         first = dict(first, reproduction={"reproduced": REPLAYS, "replays": REPLAYS})
-        script = _print_case(pool, subject_value) if kind == "case" else subject_value
+        script, module_json = (_print_case(pool, subject_value, first) if kind == "case"
+                               else (subject_value, ""))
         trace = _tir_trace(pool, subject_value) if kind == "case" else None
+        repro = _repro_extras(pool, subject_value, first, module_json, variants)
     size = (_case_ops(subject_value).size(subject_value) if kind == "case"
             else script_bindings(subject_value))
     red = Reduction(kind, subject_value, subject_value, first.get("signature", ""), first,
                     script, {"replays": REPLAYS, "seconds": round(time.monotonic() - t0, 2),
                              "bindings_before": size, "variants": variants,
-                             "input_seed": input_seed, "python": python}, {}, writer.path, writer)
+                             "input_seed": input_seed, "python": python}, {}, writer.path, writer,
+                    repro)
     if trace is not None:
         red.stats["schedule_trace"] = trace
     from .report import write_outputs

@@ -7,17 +7,53 @@ import json
 import platform
 from typing import Optional
 
-from worker.signature import normalize_message
 
 from .repro import failing_variants, repro_text, versions
 
 
+def message_line(outcome: dict, width: int = 160) -> str:
+    """The failure's own message as a title shows it: its first line, trimmed, ``Op(...)``
+    reprs shortened to the op's name; never the normalized form of a signature."""
+    from worker.signature import _reduce_op_reprs
+
+    msg = (outcome.get("message") or "").strip()
+    line = _reduce_op_reprs(msg.splitlines()[0] if msg else "").strip().rstrip(":").strip()
+    return line if len(line) <= width else line[:width - 1].rstrip() + "…"
+
+
+def failing_step(outcome: dict) -> Optional[dict]:
+    """The schedule step a failure in tvmfuzz's own schedule step happened in (the last one
+    recorded: the steps stop at the one that raised)."""
+    extra = outcome.get("extra") or {}
+    steps = extra.get("schedule") or []
+    if extra.get("failing_pass", "").startswith("tvmfuzz.") and steps:
+        return steps[-1]
+    return None
+
+
+def _where(outcome: dict) -> str:
+    """Where a build failed, for a title: the TVM pass, the schedule primitive tvmfuzz was
+    applying (tvmfuzz's own steps are never presented as TVM passes), code generation."""
+    extra = outcome.get("extra") or {}
+    fpass = extra.get("failing_pass", "")
+    if fpass.startswith("tvmfuzz."):
+        step = failing_step(outcome)
+        return (f" in s_tir schedule primitive {step.get('prim')}" if step
+                else " while applying an s_tir schedule")
+    if fpass:
+        return f" in {fpass}"
+    if extra.get("phase") == "codegen":
+        return " in code generation"
+    stage = outcome.get("stage", "")
+    return f" at {stage}" if stage else ""
+
+
 def title(outcome: dict) -> str:
     kind, stage = outcome.get("kind", ""), outcome.get("stage", "")
-    msg = normalize_message(outcome.get("message", ""))[:140]
+    msg = message_line(outcome)
     etype = outcome.get("error_type", "")
     fpass = outcome.get("extra", {}).get("failing_pass", "")
-    where = f" in {fpass}" if fpass else (f" at {stage}" if stage else "")
+    where = _where(outcome)
     site = outcome.get("throw_site", "")
     site = f" ({site.rsplit('/', 1)[-1]})" if site else ""
     if kind == "ill_formed":
@@ -33,8 +69,8 @@ def title(outcome: dict) -> str:
         text = f"Wrong result{' of ' + key if key else ''} on {outcome.get('target', '')}"
     elif kind == "roundtrip":
         text = f"TVMScript print/parse round trip: {msg}"
-    elif kind == "shape_inference":   # the numbers are the bug here: keep them
-        text = f"Shape inference: {outcome.get('message', '')}"
+    elif kind == "shape_inference":
+        text = f"Shape inference: {msg}"
     elif kind == "late_validation":
         text = (f"A malformed buffer is accepted at construction and rejected only{where}: "
                 f"{msg}{site}")
@@ -71,13 +107,63 @@ def _expected_text(outcome: dict) -> str:
             "and runs, or the build reports a user-facing error instead of an internal one.")
 
 
+_PIPELINES = {
+    "default": "relax.build's default",
+    "target": "the target's default (`relax.get_default_pipeline`)",
+    "zero": "`relax.get_pipeline(\"zero\")`, then the default build pipeline",
+    "passes": "the pass list, then the default build pipeline",
+    "scheduled": "LegalizeOps, then the s_tir schedule tvmfuzz applied (below), then the "
+                 "default build pipeline",
+    "tir": "`tvm.tirx.build`",
+}
+
+
+def _variant_text(v: dict) -> str:
+    pipeline = v.get("pipeline", "default")
+    text = (f"target `{json.dumps(v.get('target', {}))}`, pipeline `{pipeline}` "
+            f"({_PIPELINES.get(pipeline, pipeline)})")
+    if v.get("passes"):
+        text += ", passes " + ", ".join(f"`{p}`" for p in v["passes"])
+    if v.get("extra_passes"):
+        text += ", extra passes first: " + ", ".join(f"`{p}`" for p in v["extra_passes"])
+    return text + f", exec mode `{v.get('exec_mode', 'bytecode')}`"
+
+
 def _variant_lines(variants: list) -> list[str]:
-    out = []
-    for v in variants:
-        passes = ", ".join(v.get("passes") or []) or "none"
-        out.append(f"- target `{json.dumps(v.get('target', {}))}`, pipeline "
-                   f"`{v.get('pipeline', 'default')}`, pass list: {passes}, exec mode "
-                   f"`{v.get('exec_mode', 'bytecode')}`")
+    """The builds, as Environment lines (none when there is no build to name)."""
+    if not variants:
+        return []
+    if len(variants) == 1:
+        return [f"- Build: {_variant_text(variants[0])}"]
+    return ["- Builds, in this order (the last one fails):"] + [
+        f"  {i}. {_variant_text(v)}" for i, v in enumerate(variants, 1)]
+
+
+def _schedule_lines(o: dict, variants: list, traces: Optional[dict]) -> list[str]:
+    """For a Relax "scheduled" build: the schedule tvmfuzz applied (tvmfuzz's own step, not a
+    TVM pass), as TVM's trace."""
+    idx = [i for i, v in enumerate(variants) if v.get("pipeline") == "scheduled"]
+    if not idx:
+        return []
+    steps = (o.get("extra") or {}).get("schedule") or []
+    step = failing_step(o)
+    out = ["### The schedule tvmfuzz applied", "",
+           "tvmfuzz applied this s_tir schedule to the PrimFuncs `LegalizeOps` made, between "
+           "`LegalizeOps` and the default build pipeline (its own step, named "
+           "`tvmfuzz.RandomSchedule` where a pass would be named; not a TVM pass): "
+           f"{len(steps)} primitive(s), " + ", ".join(f"`{s.get('prim')}`" for s in steps)
+           + "." + (f" TVM fails in the last one, `{step.get('prim')}`." if step else ""), ""]
+    got = (traces or {}).get(str(idx[-1])) or {}
+    if got.get("traces"):
+        out += ["As TVM's own trace, each step on a fresh `tvm.s_tir.Schedule` of its "
+                "function (this is what repro.py replays):", "", "```python"]
+        for n, t in enumerate(got["traces"], 1):
+            fails = " -- TVM fails here" if t.get("crashes") else ""
+            out += [f"# step {n}: {t['func']}{fails}", *t["trace"]]
+        out += ["```", ""]
+    elif got.get("error"):
+        out += [f"It could not be written as TVM's trace ({got['error']}), so repro.py "
+                "cannot replay it.", ""]
     return out
 
 
@@ -134,6 +220,45 @@ def update_affected(out_dir, result: dict) -> None:
         write_text(report, with_affected(report.read_text(), affected_section(result)))
 
 
+def _actual_where(o: dict) -> str:
+    """Where the failure happened, for "Actual behavior"."""
+    extra = o.get("extra") or {}
+    fpass = extra.get("failing_pass", "")
+    if fpass.startswith("tvmfuzz."):
+        step = failing_step(o)
+        return (f", while tvmfuzz applied the s_tir schedule primitive `{step.get('prim')}` "
+                "(the last step of the schedule below)" if step else
+                ", while tvmfuzz applied the s_tir schedule below")
+    if fpass:
+        return f", failing pass `{fpass}`"
+    if extra.get("phase") == "codegen":
+        return ", after the last pass finished (in code generation)"
+    return ""
+
+
+def _repro_text(o: dict, meta: dict, module_json: bool) -> str:
+    kind, stage = o.get("kind", ""), o.get("stage", "")
+    source = ("loads the module from TVM's JSON of it (`tvm.ir.load_json`: TVM's printer does "
+              "not give this module back exactly, which the module below is the printout of)"
+              if module_json else "parses the module below")
+    if kind == "shape_inference":
+        text = (f"`repro.py` (attached) {source} and compares the type TVM infers for the op's "
+                "result with the one numpy's semantics give.")
+    elif kind == "roundtrip":
+        text = (f"`repro.py` (attached) {source}, builds and runs it as listed above, then "
+                "prints it with `show_meta=True` and parses the text back.")
+    elif stage == "build":
+        text = (f"`repro.py` (attached) {source} and builds it as listed above; the build "
+                "fails, so no inputs are needed.")
+    else:
+        text = (f"`repro.py` (attached) {source}, builds it as listed above, runs it on "
+                "deterministic inputs (embedded) and reports the failure.")
+    if meta.get("mode") == "near-valid":
+        text += (" The module is ill-formed on purpose (a verifier/build disagreement), so it "
+                 "is parsed with `tvm.script.from_source(text, check_well_formed=False)`.")
+    return text
+
+
 def report_markdown(red, variants: list, affected: Optional[dict] = None) -> str:
     o = red.outcome
     v = versions(red.stats.get("python"))
@@ -142,40 +267,29 @@ def report_markdown(red, variants: list, affected: Optional[dict] = None) -> str
     detail = (o.get("detail") or o.get("message") or "").strip()
     detail = "\n".join(detail.splitlines()[-40:])
     site = o.get("throw_site", "")
-    fpass = o.get("extra", {}).get("failing_pass", "")
     rep = o.get("reproduction", {})
     st = red.stats
-    lines = [
-        f"# {title(o)}",
-        "",
-        "### Expected behavior",
-        "",
-        _expected_text(o),
-        "",
-        "### Actual behavior",
-        "",
-        f"Stage `{o.get('stage', '')}`"
-        + (f", failing pass `{fpass}`" if fpass else "")
-        + (f", thrown at `{site}`" if site else "") + ":",
-        "",
-        "```",
-        f"{o.get('error_type') + ': ' if o.get('error_type') else ''}{o.get('message', '')}",
-        "```",
-        "",
-        "<details><summary>Full error</summary>",
-        "",
-        "```",
-        detail,
-        "```",
-        "</details>",
-        "",
+    message = f"{o.get('error_type') + ': ' if o.get('error_type') else ''}{o.get('message', '')}"
+    lines = [f"# {title(o)}", "", "### Expected behavior", "", _expected_text(o), "",
+             "### Actual behavior", "",
+             f"Stage `{o.get('stage', '')}`{_actual_where(o)}"
+             + (f", thrown at `{site}`" if site else "") + ":", "",
+             "```", message.strip() or "(no message)", "```", ""]
+    if detail and detail != (o.get("message") or "").strip():
+        lines += ["<details><summary>Full error</summary>", "", "```", detail, "```",
+                  "</details>", ""]
+    found = [text.format(meta[key]) for text, key in (("generator v{}", "generator"),
+                                                       ("seed {}", "seed"), ("mode {}", "mode"))
+             if meta.get(key) is not None]
+    if meta.get("mutations"):
+        found.append(f"mutations {', '.join(meta['mutations'])}")
+    lines += [
         "### Environment",
         "",
         f"- TVM: apache-tvm {v['apache-tvm'] or '(unknown)'} (PyPI), apache-tvm-ffi "
         f"{v['apache-tvm-ffi'] or '(unknown)'}",
         f"- Python {platform.python_version()}, numpy {v['numpy']}, "
         f"{platform.system()} {platform.machine()}",
-        "- Build:",
         *_variant_lines(variants),
         "",
         *affected_section(affected, v["apache-tvm"]),
@@ -187,14 +301,7 @@ def report_markdown(red, variants: list, affected: Optional[dict] = None) -> str
         "python repro.py   # exit 1: reproduces; 0: fixed; 2: fails differently",
         "```",
         "",
-        ("`repro.py` (attached) parses the module below and compares the type TVM infers "
-         "for the op's result with the one numpy's semantics give."
-         if o.get("kind") == "shape_inference" else
-         "`repro.py` (attached) parses the module below, builds it as listed above, runs it on "
-         "deterministic random inputs and reports the failure.")
-        + (" The module is ill-formed on purpose (a verifier/build disagreement), so it is "
-           "parsed with `tvm.script.from_source(text, check_well_formed=False)`."
-           if meta.get("mode") == "near-valid" else ""),
+        _repro_text(o, meta, bool(red.repro.get("module_json"))),
         "",
         "### Reduced module",
         "",
@@ -202,15 +309,13 @@ def report_markdown(red, variants: list, affected: Optional[dict] = None) -> str
         red.script.strip() if red.script else "(could not be printed)",
         "```",
         "",
+        *_schedule_lines(o, variants if program is None or program.ir != "tir" else [],
+                         red.repro.get("schedule_traces")),
         *_tir_lines(program, o, st),
         "### How it was found",
         "",
-        f"Found by tvmfuzz"
-        + (f" (generator v{meta.get('generator')}, seed {meta.get('seed')}, mode "
-           f"{meta.get('mode')}"
-           + (f", mutations {', '.join(meta.get('mutations') or [])}" if meta.get("mutations")
-              else "") + ")" if meta else " from a user's TVMScript file")
-        + ".",
+        "Found by tvmfuzz" + (f" ({', '.join(found)})" if found else
+                              " from a user's TVMScript file" if program is None else "") + ".",
     ]
     if st.get("bindings_before") is not None and st.get("oracle_calls") is not None:
         unit = "statements" if program is not None and program.ir == "tir" else "bindings"
@@ -238,8 +343,8 @@ def _tir_lines(program, o: dict, st: dict) -> list[str]:
     steps = (meta.get("schedule") or {}).get("applied") or []
     if steps:
         trace = st.get("schedule_trace") or ""
-        out += [f"Schedule: {len(steps)} s_tir primitive(s) applied before the build: "
-                + ", ".join(f"`{s.get('prim')}`" for s in steps) + ".", ""]
+        out += [f"tvmfuzz applied this schedule before the build: {len(steps)} s_tir "
+                "primitive(s), " + ", ".join(f"`{s.get('prim')}`" for s in steps) + ".", ""]
         if trace:
             out += ["```python", "sch = tvm.s_tir.Schedule(mod)", trace, "```", ""]
     passes = [p for v in meta.get("variants") or [] for p in v.get("passes") or []]
@@ -268,7 +373,9 @@ def write_outputs(red, variants: Optional[list] = None, affected: Optional[dict]
         w.write("repro.py", repro_text(red.script, red.outcome, program, variants,
                                        input_seed=red.stats.get("input_seed") or 0,
                                        near_valid=bool(red.stats.get("near_valid")),
-                                       inputs_by_name=red.stats.get("inputs_by_name")),
+                                       inputs_by_name=red.stats.get("inputs_by_name"),
+                                       module_json=red.repro.get("module_json", ""),
+                                       schedule_traces=red.repro.get("schedule_traces")),
                 mode=0o755)
     w.write("report.md", report_markdown(red, variants, affected))
     w.write("outcome.json", json.dumps(red.outcome, indent=1, default=str))

@@ -66,8 +66,12 @@ def _literal(text: str) -> str:
 
 def failing_variants(program: Optional[Program], outcome: dict) -> list[dict]:
     """The variants the finding was built with, up to the one that failed."""
+    from worker.variants import Variant
+
     failing = outcome.get("extra", {}).get("variant")
-    vs = list((program.meta.get("variants") if program else None) or [])
+    vs = [Variant.from_json(v).to_json()   # as the worker spells them: comparable
+          for v in (program.meta.get("variants") if program else None) or []]
+    failing = Variant.from_json(failing).to_json() if failing else failing
     if failing in vs:
         return vs[:vs.index(failing) + 1]
     if failing:
@@ -76,55 +80,131 @@ def failing_variants(program: Optional[Program], outcome: dict) -> list[dict]:
                    "exec_mode": "bytecode"}]
 
 
+def pack(arrays) -> str:
+    """Arrays as base64 of a zlib-compressed .npz (repro.py's ``unpack``). .npz keeps only
+    numpy's own dtypes, so ml_dtypes' (bfloat16, float8) are stored as their bits, with every
+    array's dtype name under "dtypes"."""
+    import numpy as np
+
+    arrays = [np.asarray(a) for a in arrays]
+    stored = [a if a.dtype.kind in "biufc" else a.view(f"uint{8 * a.dtype.itemsize}")
+              for a in arrays]
+    buf = io.BytesIO()
+    np.savez(buf, *stored, dtypes=np.array([str(a.dtype) for a in arrays]))
+    return base64.b64encode(zlib.compress(buf.getvalue(), 9)).decode()
+
+
 def case_inputs(program: Program) -> dict:
-    """The recipe fuzz.inputs.make_inputs follows, with symbolic dims already bound."""
-    from fuzz import dims as D
-    from fuzz.inputs import bind_dims, make_inputs
-    import numpy as np
+    """The finding's own inputs (``fuzz.inputs.make_inputs`` of the case's seed, the call the
+    worker makes), as arrays."""
+    from fuzz.inputs import make_inputs
 
-    seed = program.meta.get("seed") or 0
-    env, _ = make_inputs(program, seed)
-    draws = len(bind_dims(program, np.random.default_rng(seed)))
-    params = []
-    for p in program.main.params:
-        t = p.runtime_ty
-        params.append([[D.evaluate(d, env) for d in t.shape], t.dtype, p.lo, p.hi])
-    return {"how": "case", "seed": seed, "dim_draws": draws, "params": params}
+    _, args = make_inputs(program, program.meta.get("seed") or 0)
+    return {"how": "arrays", "data": pack(args)}
 
 
-def _expected(program: Program) -> tuple[str, dict]:
+def _expected(program: Program) -> str:
     """Numpy's outputs for the case (numeric findings against the reference)."""
-    import numpy as np
-
     from fuzz import reference
-    from fuzz.catalogue.spec import FLOATS
     from fuzz.inputs import make_inputs
 
     env, args = make_inputs(program, program.meta.get("seed") or 0)
-    outs = reference.flatten(reference.run(program, args, env))
-    buf = io.BytesIO()
-    np.savez(buf, *[np.asarray(o) for o in outs])
-    tol = {d: list(reference.tolerance(program, d)) for d in FLOATS}
-    return base64.b64encode(zlib.compress(buf.getvalue(), 9)).decode(), tol
+    return pack(reference.flatten(reference.run(program, args, env)))
+
+
+def _tolerances(program: Optional[Program]) -> dict:
+    from fuzz.catalogue.spec import FLOATS
+
+    if program is None:   # a TVMScript file: the script judge's tolerances
+        return {"float16": [1e-2, 1e-2], "bfloat16": [1e-2, 1e-2], "float32": [1e-4, 1e-4],
+                "float64": [1e-4, 1e-4]}
+    from fuzz import reference
+
+    return {d: list(reference.tolerance(program, d)) for d in FLOATS}
+
+
+def shared_code() -> str:
+    """The worker's own code a repro.py runs, as its source (``inspect.getsource``): how a
+    variant is built (worker.variants), the pass watch and the round-trip check
+    (worker.execute, fuzz.materialize), the schedule replay (worker.tir_schedule) and the
+    inputs of a TVMScript file (worker.script_inputs). One copy: what the reproducer runs is
+    what the finding ran."""
+    import inspect
+    import textwrap
+
+    from fuzz import materialize as M
+    from worker import execute, script_inputs, tir_schedule, variants
+
+    # The pass watch tells the sandbox where a child died (worker/breadcrumb.py); a repro.py
+    # runs alone, so that call does nothing there.
+    parts = ["class breadcrumb:   # tvmfuzz's crash locator (worker/breadcrumb.py): a no-op here\n"
+             "    @staticmethod\n    def mark(**where):\n        pass"]
+    for module, objs, consts in (
+            (variants, variants.REPRO_CODE, variants.REPRO_CONSTANTS),
+            (tir_schedule, tir_schedule.REPRO_CODE, ()),
+            (execute, execute.REPRO_CODE, ()), (M, (M.to_script, M.from_script), ()),
+            (script_inputs, script_inputs.REPRO_CODE, ())):
+        parts.append(f"# --- from tvmfuzz's {module.__name__}, as it is "
+                     + "-" * max(0, 60 - len(module.__name__)))
+        parts += [f"{name} = {getattr(module, name)!r}" for name in consts]
+        parts += [textwrap.dedent(inspect.getsource(o)).rstrip() for o in objs]
+    return "\n\n\n".join(parts) + "\n\n"
+
+
+def _variants_for_case(variants: list, outcome: dict, traces: Optional[dict]) -> list:
+    """The variants as repro.py builds them: a "scheduled" one carries the schedule tvmfuzz
+    applied, as TVM's trace per step (or why it is missing); one whose results are not
+    comparable (a numerics-changing pass or schedule primitive) says so."""
+    from worker import tir_schedule as TS
+    from worker.variants import Variant
+
+    out = []
+    steps = (outcome.get("extra") or {}).get("schedule") or []
+    for i, v in enumerate(variants):
+        v = dict(v)
+        exact = Variant.from_json(v).exact
+        if v.get("pipeline") == "scheduled":
+            got = (traces or {}).get(str(i)) or {}
+            if got.get("traces") is not None:
+                v["schedule_trace"] = got["traces"]
+            else:
+                v["schedule_missing"] = got.get("error") or "no trace was taken"
+            exact = exact and TS.is_exact(steps)
+        if not exact:
+            v["inexact"] = True
+        out.append(v)
+    return out
 
 
 def repro_text(script: str, outcome: dict, program: Optional[Program] = None,
                variants: Optional[list] = None, input_seed: int = 0,
                timeout: float = 60.0, near_valid: bool = False,
-               inputs_by_name: Optional[dict] = None) -> str:
+               inputs_by_name: Optional[dict] = None, module_json: str = "",
+               schedule_traces: Optional[dict] = None) -> str:
+    """repro.py's text. ``module_json``: ``tvm.ir.save_json`` of the module the finding built,
+    where ``script`` does not parse back to it; ``schedule_traces``: per index of a
+    "scheduled" variant, ``{"traces": ...}`` (``worker.tir_schedule.step_traces``) or
+    ``{"error": why}``."""
     v = versions()
+    inputs = {"how": "script", "seed": input_seed, "by_name": inputs_by_name or {}}
+    if program is not None:
+        try:
+            inputs = case_inputs(program)
+        except Exception:  # noqa: BLE001 - then from the parameters' types, as for a script
+            inputs = {"how": "script", "seed": program.meta.get("seed") or 0, "by_name": {}}
     case = {
         "kind": outcome.get("kind", ""),
         "near_valid": near_valid or bool(program and program.meta.get("mode") == "near-valid"),
-        "variants": variants or failing_variants(program, outcome),
-        "inputs": case_inputs(program) if program else {
-            "how": "script", "seed": input_seed, "by_name": inputs_by_name or {}},
+        "variants": _variants_for_case(variants or failing_variants(program, outcome), outcome,
+                                       schedule_traces),
+        "inputs": inputs,
         "expect": {k: outcome.get(k, "") for k in ("stage", "error_type", "message",
                                                    "signature", "throw_site")},
         "timeout": timeout,
-        "tol": {"float16": [1e-2, 1e-2], "bfloat16": [3e-2, 3e-2], "float32": [1e-4, 1e-5],
-                "float64": [1e-7, 1e-9]},
+        "tol": _tolerances(program),
     }
+    if module_json:
+        case["module"] = base64.b64encode(zlib.compress(module_json.encode(), 9)).decode()
     extra = outcome.get("extra", {})
     if program is not None and outcome.get("kind") == "shape_inference" and extra.get("node"):
         func = extra.get("func") or program.entry
@@ -135,19 +215,19 @@ def repro_text(script: str, outcome: dict, program: Optional[Program] = None,
         if n is not None and n.ty is not None:
             case["expect_type"] = {"func": func, "binding": n.name, "op": n.op,
                                    "type": n.ty.to_json()}
-    if program is not None and outcome.get("kind") == "numeric" \
-            and "versus" not in outcome.get("extra", {}):
+    if program is not None and outcome.get("kind") == "numeric" and "versus" not in extra:
         try:
-            case["expected"], case["tol"] = _expected(program)
+            case["expected"] = _expected(program)
         except Exception:  # noqa: BLE001 - then only the cross-build comparison is left
             pass
     pip = f"apache-tvm=={v['apache-tvm']} numpy" if v["apache-tvm"] else "apache-tvm numpy"
-    if "bfloat16" in script:
+    if "bfloat16" in script or "float8" in script:
         pip += " ml_dtypes"
     text = TEMPLATE.read_text()
     text = text[text.index("#!/usr/bin/env python3"):]
     title = outcome.get("signature", "").replace('"' * 3, "'" * 3).replace(chr(92), "/")[:300]
     fill = {"__TITLE__": f"Reproducer: {title}", "__PIP__": pip, "__SCRIPT__": _literal(script),
-            "__CASE__": _literal(json.dumps(case, indent=1, default=str))}
+            "__CASE__": _literal(json.dumps(case, indent=1, default=str)),
+            "__SHARED__": shared_code()}
     # One pass, so text filled in is never scanned for another placeholder.
     return re.sub("|".join(fill), lambda m: fill[m.group(0)], text)

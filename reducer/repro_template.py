@@ -1,6 +1,8 @@
 # This file is the template of the repro.py that ``tvmfuzz reduce`` and ``tvmfuzz report``
-# write; reducer/repro.py fills in SCRIPT and CASE. It must run with only TVM and numpy
-# installed (no tvmfuzz), so it imports nothing from this repository.
+# write for a Relax finding; reducer/repro.py fills in SCRIPT, CASE and the worker's own code
+# (SHARED: how a variant is built, the pass watch, the schedule replay, the inputs, the round
+# trip check). It must run with only TVM and numpy installed (no tvmfuzz), so it imports
+# nothing from this repository.
 #!/usr/bin/env python3
 """__TITLE__
 
@@ -11,20 +13,27 @@ Run:
 Exit status: 1 when the bug reproduces, 0 when the module builds and runs cleanly (the bug
 is fixed), 2 when it fails in another way (a different bug, or a changed message).
 """
+from __future__ import annotations
+
+import base64
+import functools
+import io
 import json
-import os
 import re
 import subprocess
 import sys
 import tempfile
 import traceback
+import zlib
 
 SCRIPT = __SCRIPT__
 
 # How the finding built and ran the module, and what it saw.
 CASE = json.loads(__CASE__)
 
+__SHARED__
 
+# --- the reproducer ---------------------------------------------------------------------------
 def normalize(msg):
     """The first message line without numbers, addresses and generated names."""
     line = (msg or "").strip().splitlines()[0] if (msg or "").strip() else ""
@@ -35,127 +44,48 @@ def normalize(msg):
     return re.sub(r"\s+", " ", line).strip()[:160]
 
 
-def make_inputs(mod):
+def unpack(blob):
+    """Arrays packed as base64 of a zlib-compressed .npz, in order ("dtypes" names each
+    array's dtype: bfloat16 and float8 are stored as their bits)."""
     import numpy as np
 
-    spec = CASE["inputs"]
-    rng = np.random.default_rng(spec["seed"])
-
-    def array(shape, dtype, lo, hi):
-        shape = tuple(shape)
-        if dtype == "bool":
-            return rng.integers(0, 2, size=shape).astype(bool)
-        if dtype.startswith(("int", "uint")):
-            return rng.integers(int(np.ceil(lo)), int(np.floor(hi)) + 1, size=shape).astype(dtype)
-        if dtype == "bfloat16":
+    data = np.load(io.BytesIO(zlib.decompress(base64.b64decode(blob))))
+    out = []
+    for i, name in enumerate(data["dtypes"]):
+        a = data[f"arr_{i}"]
+        if str(a.dtype) != str(name):
             import ml_dtypes
 
-            return rng.uniform(lo, hi, size=shape).astype(ml_dtypes.bfloat16)
-        return rng.uniform(lo, hi, size=shape).astype(dtype)
-
-    if spec["how"] == "case":
-        for _ in range(spec["dim_draws"]):     # the draws that bound symbolic dims
-            rng.choice([1, 2, 3, 4, 5, 8])
-        return [array(*p) for p in spec["params"]]
-    # A TVMScript file: shapes from main's parameters, symbolic dims bound to 1..4.
-    import tvm
-
-    env, out = {}, []
-    for p in mod["main"].params:
-        if p.name in spec.get("by_name", {}):
-            out.append(array(*spec["by_name"][p.name]))
-            continue
-        shape = []
-        for d in p.ty.shape.values:
-            if isinstance(d, tvm.tirx.IntImm):
-                shape.append(int(d.value))
-            else:
-                env.setdefault(d.name, int(rng.integers(1, 5)))
-                shape.append(env[d.name])
-        out.append(array(shape, str(p.ty.dtype), -2, 2))
+            a = a.view(getattr(ml_dtypes, str(name)))
+        out.append(a)
     return out
 
 
-def pass_watch(check):
+def load_module(near_valid):
+    """The module the finding built: parsed from SCRIPT, or, where TVM's printer does not give
+    that module back exactly, loaded from TVM's own JSON of it (SCRIPT is then its printout)."""
     import tvm
-    from tvm import relax
 
-    @tvm.ir.instrument.pass_instrument
-    class PassWatch:
-        def __init__(self):
-            self.current, self.ill_formed_after = None, None
-
-        def run_before_pass(self, mod, info):
-            self.current = info.name
-
-        def run_after_pass(self, mod, info):
-            if not check or self.ill_formed_after:
-                return
-            if not any(isinstance(f, relax.Function) for f in mod.functions.values()):
-                return
-            try:
-                ok = relax.analysis.well_formed(mod) is not False
-            except Exception:
-                ok = False
-            if not ok:
-                self.ill_formed_after = info.name
-
-    return PassWatch()
+    if CASE.get("module"):
+        return tvm.ir.load_json(zlib.decompress(base64.b64decode(CASE["module"])).decode())
+    # A near-valid module is ill-formed on purpose: the parser must not refuse it.
+    return tvm.script.from_source(SCRIPT, check_well_formed=not near_valid)
 
 
-def build(mod, v):
-    import tvm
-    from tvm import relax
-
-    kind = v["target"].get("kind", "llvm")
-    target = (tvm.target.Target(v["target"], host={"kind": "llvm"}) if kind == "cuda"
-              else tvm.target.Target(v["target"]))
-    if v["pipeline"] == "target":
-        pipeline = relax.get_default_pipeline(target)
-    elif v["pipeline"] == "zero":
-        pipeline = tvm.transform.Sequential([relax.get_pipeline("zero"),
-                                             relax.pipeline.default_build_pipeline()])
-    elif v["pipeline"] == "passes":
-        pipeline = tvm.transform.Sequential([getattr(relax.transform, p)() for p in v["passes"]]
-                                            + [relax.pipeline.default_build_pipeline()])
-    else:
-        pipeline = "default"
-    if v.get("extra_passes"):
-        # A TVM fork's own passes ("module:attr"): importable where this runs.
-        import importlib
-
-        extra = []
-        for spec in v["extra_passes"]:
-            module, _, attr = spec.partition(":")
-            obj = getattr(importlib.import_module(module), attr)
-            extra.append(obj() if callable(obj) and not hasattr(obj, "info") else obj)
-        if pipeline == "default":
-            pipeline = relax.pipeline.default_build_pipeline()
-        pipeline = tvm.transform.Sequential(extra + [pipeline])
-    with target:
-        return relax.build(mod, target, relax_pipeline=pipeline, exec_mode=v["exec_mode"])
+def make_inputs(mod):
+    spec = CASE["inputs"]
+    if spec["how"] == "arrays":      # the finding's own inputs
+        return unpack(spec["data"])
+    # A TVMScript file: from the parameters' types, as tvmfuzz made them (input_values).
+    return input_values(mod["main"], spec.get("seed", 0), spec.get("by_name") or None)
 
 
-def run_vm(ex, v, args, workdir):
+def flat(x):
     import numpy as np
-    import tvm
-    from tvm import relax
 
-    kind = v["target"].get("kind", "llvm")
-    if kind == "c":
-        path = os.path.join(workdir, "case.so")
-        ex.export_library(path)
-        ex = tvm.runtime.load_module(path)
-    dev = tvm.cuda(0) if kind == "cuda" else tvm.cpu()
-    vm = relax.VirtualMachine(ex, dev)
-    out = vm["main"](*[tvm.runtime.tensor(a, dev) for a in args])
-
-    def flat(x):
-        if isinstance(x, (list, tuple)) or type(x).__name__ == "Array":
-            return [y for i in x for y in flat(i)]
-        return [x.numpy() if hasattr(x, "numpy") else np.asarray(x)]
-
-    return flat(out)
+    if isinstance(x, (list, tuple)) or type(x).__name__ == "Array":
+        return [y for i in x for y in flat(i)]
+    return [x.numpy() if hasattr(x, "numpy") else np.asarray(x)]
 
 
 def differs(expected, actual, tol):
@@ -175,17 +105,6 @@ def differs(expected, actual, tol):
         if not np.all(ok):
             return f"output {i} ({dt}): {int((~ok).sum())}/{ok.size} values differ"
     return ""
-
-
-def expected_outputs():
-    import base64
-    import io
-    import zlib
-
-    import numpy as np
-
-    data = np.load(io.BytesIO(zlib.decompress(base64.b64decode(CASE["expected"]))))
-    return [data[f"arr_{i}"] for i in range(len(data.files))]
 
 
 def type_problem(rule, got):
@@ -234,15 +153,14 @@ def inferred_type_problem(mod):
 
 
 def attempt():
-    """Parse, verify, build each variant, run, compare: (stage, error type, message, pass) of
-    the first failure, or None."""
+    """Load, verify, build each variant, run, compare, as tvmfuzz did: (stage, error type,
+    message, where) of the first failure, or None."""
     import tvm
     from tvm import relax
 
     near_valid = CASE.get("near_valid", False)
     try:
-        # A near-valid module is ill-formed on purpose: the parser must not refuse it.
-        mod = tvm.script.from_source(SCRIPT, check_well_formed=not near_valid)
+        mod = load_module(near_valid)
     except Exception as e:
         if CASE.get("kind") == "roundtrip":
             # SCRIPT is what TVM's printer wrote for the module: not parsing back is the bug.
@@ -261,49 +179,70 @@ def attempt():
         wf = False
     if not wf and not near_valid:
         return ("well_formed", "", "the verifier rejects the module", "")
-    args = make_inputs(mod)
+    args = None   # made once a variant built: a build failure needs no inputs
     first = None
     with tempfile.TemporaryDirectory() as workdir:
         for v in CASE["variants"]:
             watch = pass_watch(wf)
-            print(f"building for {json.dumps(v)}", flush=True)
+            schedule = None
+            if v.get("pipeline") == "scheduled":
+                if v.get("schedule_trace") is None:
+                    return ("schedule", "", "the schedule tvmfuzz applied is not in this file: "
+                            + v.get("schedule_missing", "it could not be traced"), "")
+                print("replaying the schedule tvmfuzz applied:", flush=True)
+                for step in v["schedule_trace"]:
+                    print(f"  # {step['func']}\n  " + "\n  ".join(step["trace"]), flush=True)
+                schedule = functools.partial(replay_traces, traces=v["schedule_trace"])
+            shown = {k: x for k, x in v.items() if k != "schedule_trace"}
+            print(f"building for {json.dumps(shown)}", flush=True)
             try:
                 with tvm.transform.PassContext(instruments=[watch]):
-                    ex = build(mod, v)
+                    ex = build_for(mod, v, schedule)
             except Exception as e:
                 traceback.print_exc()
                 if not wf:
                     return None   # verifier and build agree the module is wrong
-                return ("build", type(e).__name__, str(e), watch.current or "")
+                return ("build", type(e).__name__, str(e),
+                        watch.ill_formed_after or watch.phase)
             if watch.ill_formed_after:
                 return ("build", "", f"{watch.ill_formed_after} produced ill-formed IR",
                         watch.ill_formed_after)
-            if v["target"].get("kind") == "cuda" and not tvm.cuda(0).exist:
-                continue
+            if not runnable_here(v):
+                continue   # compile-only, as tvmfuzz did: no GPU, or code for another CPU
+            if args is None:
+                try:
+                    args = make_inputs(mod)
+                except NoInputs as e:
+                    return ("inputs", "NoInputs", str(e), "")
             try:
-                out = run_vm(ex, v, args, workdir)
+                vm = vm_for(ex, v, workdir)
+                dev = tvm.cuda(0) if v["target"].get("kind") == "cuda" else tvm.cpu()
+                vm_args = vm_arguments(args, lambda a: tvm.runtime.tensor(a, dev))
+            except Exception as e:
+                traceback.print_exc()
+                return ("vm_load", type(e).__name__, str(e), "")
+            try:
+                out = flat(vm["main"](*vm_args))
             except Exception as e:
                 traceback.print_exc()
                 return ("run", type(e).__name__, str(e), "")
             if not wf:
                 return ("well_formed", "", "ill-formed module builds and runs", "")
-            if CASE.get("expected") and not (set(v["passes"]) & {"ToMixedPrecision"}):
-                diff = differs(expected_outputs(), out, CASE["tol"])
+            exact = not v.get("inexact")
+            if CASE.get("expected") and exact:
+                diff = differs(unpack(CASE["expected"]), out, CASE["tol"])
                 if diff:
                     return ("compare", "", diff, "")
-            elif first is not None and CASE.get("kind") == "numeric":
-                diff = differs(first, out, CASE["tol"])
+            elif first is not None and exact and first[1] and CASE.get("kind") == "numeric":
+                diff = differs(first[0], out, CASE["tol"])
                 if diff:
                     return ("compare", "", "differs from the first build: " + diff, "")
-            first = first if first is not None else out
-    if CASE.get("kind") == "roundtrip":
-        again = tvm.script.from_source(mod.script(show_meta=True),
-                                       check_well_formed=not near_valid)
-        try:
-            tvm.ir.assert_structural_equal(mod, again, map_free_vars=True)
-        except ValueError as e:
-            return ("roundtrip", "ValueError", "print/parse round trip changes the module: "
-                    + str(e).splitlines()[0], "")
+            first = first if first is not None else (out, exact)
+    if CASE.get("kind") == "roundtrip" and wf:
+        problem = roundtrip_problem(mod, second_generation=near_valid)
+        if problem:
+            print(problem[2])
+            return ("roundtrip", problem[0], problem[1], "")
     return None
 
 
@@ -320,14 +259,24 @@ def main():
             print(f"BUG REPRODUCED: the process died by signal {-r.returncode}")
             return 1
         return r.returncode
-    got = attempt()
+    try:
+        got = attempt()
+    except Exception as e:   # this script's own trouble: say it in one line
+        first = (str(e).strip().splitlines() or [""])[0]
+        print(f"could not reproduce: {type(e).__name__}: {first}")
+        return 2
     if got is None:
         print("no failure: the module builds, runs and agrees; the bug does not reproduce")
         return 0
-    stage, etype, msg, failing_pass = got
+    stage, etype, msg, where = got
+    if stage in ("inputs", "schedule"):
+        print(f"cannot run the module: {(msg.strip().splitlines() or [''])[0]}")
+        return 2
     print(f"\nfailed at stage {stage}: {etype + ': ' if etype else ''}{msg.strip()[:2000]}")
-    if failing_pass:
-        print(f"during pass: {failing_pass}")
+    if where == "codegen":
+        print("after the last pass finished (code generation)")
+    elif where:
+        print(f"during {'tvmfuzz step' if where.startswith('tvmfuzz.') else 'pass'}: {where}")
     # An exception is the same when its type and normalized first line are; a verdict
     # without one (verifier disagreement, wrong numbers) when the stage is.
     same = (stage == want["stage"] and etype == want["error_type"]

@@ -14,34 +14,10 @@ import time
 
 import numpy as np
 
-from worker.execute import (Outcome, _fail, _tensor, _to_numpy, pass_watch, roundtrip_problem,
-                            well_formed_verdict)
+from worker.execute import (Outcome, _fail, _record_schedule, _tensor, _to_numpy, pass_watch,
+                            roundtrip_problem, well_formed_verdict)
+from worker.script_inputs import NoInputs, input_values, vm_arguments
 from worker.variants import Variant, build, gpu_available, load_vm
-
-
-def script_inputs(mod, input_seed: int = 0, by_name: dict | None = None) -> list:
-    """Random inputs for main's parameters, as ``worker.execute.run_script`` makes them;
-    ``by_name``: [shape, dtype, lo, hi] for parameters whose type does not say (a case's
-    erased parameters, from its program model)."""
-    from fuzz import dims as D
-    from fuzz.inputs import make_array
-    from fuzz.materialize import sinfo_to_ty
-    from fuzz.model import TensorTy
-
-    rng = np.random.default_rng(input_seed)
-    env: dict = {}
-    args = []
-    for p in mod["main"].params:
-        if by_name and p.name in by_name:
-            shape, dtype, lo, hi = by_name[p.name]
-            args.append(make_array(TensorTy(list(shape), dtype), lo, hi, {}, rng))
-            continue
-        ty = sinfo_to_ty(p.ty)
-        for d in ty.shape or []:
-            for v in (D.free_vars(d) if isinstance(d, str) else []):
-                env.setdefault(v, int(rng.integers(1, 5)))
-        args.append(make_array(ty, -2, 2, env, rng))
-    return args
 
 
 def _flat(x) -> list:
@@ -72,9 +48,13 @@ def judge_script(text: str, variants: list, input_seed: int = 0,
     variants = [Variant.from_json(v) if isinstance(v, dict) else v for v in variants or [{}]]
     t0 = time.perf_counter()
 
+    steps: list = []   # s_tir schedule steps a "scheduled" variant applied
+
     def done(o: Outcome, v: Variant = variants[0]) -> Outcome:
         o.seconds, o.target = time.perf_counter() - t0, v.label()
         o.extra.setdefault("variant", v.to_json())
+        if steps:
+            o.extra.setdefault("schedule", list(steps))
         return o
 
     try:
@@ -85,34 +65,42 @@ def judge_script(text: str, variants: list, input_seed: int = 0,
     wf, finding = well_formed_verdict(mod, near_valid)
     if finding is not None:
         return done(finding)
-    try:
-        args = script_inputs(mod, input_seed, by_name)
-    except Exception as e:  # noqa: BLE001
-        return done(_fail("reference", e, "generator", "invalid"))
+    values = None   # made once a variant built: a build failure needs no inputs
     first = None
     with tempfile.TemporaryDirectory(prefix="tvmfuzz-") as workdir:
         for v in variants:
             watch = pass_watch(wf)
             try:
-                with tvm.transform.PassContext(instruments=[watch]):
-                    ex = build(mod, v)
+                try:
+                    with tvm.transform.PassContext(instruments=[watch]):
+                        ex = build(mod, v)
+                finally:
+                    if v.pipeline == "scheduled":
+                        _record_schedule(steps)
             except Exception as e:  # noqa: BLE001
                 if not wf:
                     return done(_fail("build", e, kind="rejected", verdict="rejected"), v)
                 return done(_fail("build", e, kind="verifier_build" if near_valid else "crash",
-                                  extra={"failing_pass": watch.current or ""}), v)
+                                  extra={"failing_pass": watch.current, "phase": watch.phase}),
+                            v)
             if watch.ill_formed_after:
                 return done(Outcome("fail", "pass_ill_formed", "build", "",
                                     f"{watch.ill_formed_after} produced ill-formed IR",
                                     extra={"failing_pass": watch.ill_formed_after}), v)
             if v.kind == "cuda" and not gpu_available():
                 continue
+            if values is None:
+                try:
+                    values = input_values(mod["main"], input_seed, by_name)
+                except NoInputs as e:
+                    return done(Outcome("invalid", "no_inputs", "inputs", "NoInputs", str(e)), v)
             try:
                 vm = load_vm(ex, v, workdir)
+                args = vm_arguments(values, lambda a: _tensor(a, v))
             except Exception as e:  # noqa: BLE001
                 return done(_fail("vm_load", e), v)
             try:
-                out = _flat(_to_numpy(vm["main"](*[_tensor(a, v) for a in args])))
+                out = _flat(_to_numpy(vm["main"](*args)))
             except Exception as e:  # noqa: BLE001
                 return done(_fail("run", e), v)
             if not wf:

@@ -14,10 +14,10 @@ from typing import Any, Optional
 import numpy as np
 
 from fuzz import compat
-from fuzz import dims as D
 from fuzz import reference
 from fuzz.inputs import make_inputs
-from fuzz.materialize import InferenceMismatch, MaterializeError, materialize
+from fuzz.materialize import (InferenceMismatch, MaterializeError, from_script, materialize,
+                              to_script)
 from fuzz.model import Program
 
 from . import breadcrumb
@@ -67,25 +67,36 @@ def _pass_watch_class():
         """Knows the pass that is running (the failing pass of a crash) and checks Relax
         well-formedness after each pass, naming the first pass that produced ill-formed IR."""
 
-        def __init__(self, check_well_formed: bool = True):
+        def __init__(self, check_well_formed=True):
             self.check = check_well_formed
-            self.stack: list[str] = []     # passes run nested (Sequential, pipelines)
-            self.ill_formed_after: Optional[str] = None
+            self.stack = []             # passes running now, nested (Sequential, pipelines)
+            self.finished = 0           # passes that ran to their end
+            self.ill_formed_after = None
 
         @property
-        def current(self) -> str:
-            """The innermost pass running now: "" between passes (e.g. in VM codegen)."""
+        def current(self):
+            """The innermost pass running now: "" between passes and after the last one (an
+            exception then comes from code generation, which is no pass)."""
             generic = ("sequential", "_pipeline")
             named = [p for p in self.stack if p not in generic]
             return named[-1] if named else ""
+
+        @property
+        def phase(self):
+            """Where a build failed: the pass running, "codegen" after the last pass finished
+            (VM or target code generation), "" before any pass ran."""
+            return self.current or ("codegen" if self.finished and not self.stack else "")
 
         def run_before_pass(self, mod, info):
             self.stack.append(info.name)
             breadcrumb.mark(**{"pass": self.current or None})
 
         def run_after_pass(self, mod, info):
-            if self.stack and self.stack[-1] == info.name:
-                self.stack.pop()
+            # This pass, and any pass above it that never finished (one that raised inside it
+            # and was caught there), are no longer running.
+            if info.name in self.stack:
+                del self.stack[len(self.stack) - 1 - self.stack[::-1].index(info.name):]
+            self.finished += 1
             breadcrumb.mark(**{"pass": self.current or None})
             if not self.check or self.ill_formed_after or not _has_relax(mod):
                 return
@@ -166,10 +177,8 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
         wf, finding = well_formed_verdict(mod, near_valid)
         if finding is not None:
             return done(finding)
-    try:
-        env, args = make_inputs(program, input_seed)
-    except Exception as e:  # noqa: BLE001
-        return done(_fail("reference", e, "generator", "invalid"))
+    inputs = None   # (env, arrays), made once the first variant built: a build failure
+    #                 needs none
     expected = None   # the numpy reference, computed after TVM's first run (TVM goes first:
     #                   a crash in TVM is the finding even where numpy would refuse the case)
     first: Optional[tuple] = None   # (variant, outputs, exact?) of the first variant that ran
@@ -196,13 +205,20 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
                     return done(_fail("build", e, kind="pass_ill_formed",
                                       extra={"failing_pass": watch.ill_formed_after}), v)
                 return done(_fail("build", e, kind="verifier_build" if near_valid else "crash",
-                                  extra={"failing_pass": watch.current or ""}), v)
+                                  extra={"failing_pass": watch.current, "phase": watch.phase}),
+                            v)
             if watch.ill_formed_after:
                 return done(Outcome("fail", "pass_ill_formed", "build", "",
                                     f"{watch.ill_formed_after} produced ill-formed IR",
                                     extra={"failing_pass": watch.ill_formed_after}), v)
             if not v.runnable_here:
                 continue   # compile-only: CUDA without a GPU, or code for another CPU
+            if inputs is None:
+                try:
+                    inputs = make_inputs(program, input_seed)
+                except Exception as e:  # noqa: BLE001
+                    return done(_fail("reference", e, "generator", "invalid"))
+            env, args = inputs
             breadcrumb.mark(stage="vm_load", **{"pass": None})
             try:
                 vm = load_vm(ex, v, workdir)
@@ -295,8 +311,6 @@ def roundtrip_problem(mod, second_generation: bool = False) -> Optional[tuple]:
     idempotent on those, so the parsed module is compared with its own reprint instead."""
     import tvm
 
-    from fuzz.materialize import from_script, to_script
-
     try:
         again = from_script(to_script(mod))
     except Exception as e:  # noqa: BLE001
@@ -318,19 +332,30 @@ def roundtrip_problem(mod, second_generation: bool = False) -> Optional[tuple]:
                     f"{first_gen}\n{e}"[-2000:])
 
 
+# Written into every Relax repro.py as they are (reducer/repro.py), with fuzz.materialize's
+# to_script and from_script: a reproducer names the failing pass and checks the round trip
+# with this code.
+REPRO_CODE = (_pass_watch_class, _has_relax, pass_watch, roundtrip_problem)
+
+
 def run_script(text: str, target: Any = "llvm", input_seed: int = 0) -> Outcome:
-    """Judge a user's TVMScript module: parse, well_formed, build, run on random inputs of the
-    parameters' types. Only call after worker.script_guard.check_script, inside the sandbox."""
+    """Judge a user's TVMScript module: parse, well_formed, build (``build`` of the variant
+    for ``target``: a kind name or a target dict), run on random inputs of the parameters'
+    types, made once it built (``worker.script_inputs``). Only call after
+    worker.script_guard.check_script, inside the sandbox."""
+    import tempfile
+
     import tvm
     from tvm import relax
 
-    from fuzz.inputs import make_array
-    from fuzz.materialize import from_script, sinfo_to_ty
+    from .script_inputs import NoInputs, input_values, vm_arguments
 
     t0 = time.perf_counter()
+    v = Variant(dict(target) if isinstance(target, dict) else {"kind": str(target)})
 
     def done(o: Outcome) -> Outcome:
         o.seconds, o.target = time.perf_counter() - t0, str(target)
+        o.extra.setdefault("variant", v.to_json())
         return o
 
     try:
@@ -345,25 +370,23 @@ def run_script(text: str, target: Any = "llvm", input_seed: int = 0) -> Outcome:
     watch = pass_watch(True)
     try:
         with tvm.transform.PassContext(instruments=[watch]):
-            ex = tvm.compile(mod, target=target)
+            ex = build(mod, v)
     except Exception as e:  # noqa: BLE001
-        return done(_fail("build", e, extra={"failing_pass": watch.current or ""}))
+        return done(_fail("build", e, extra={"failing_pass": watch.current,
+                                             "phase": watch.phase}))
     try:
-        vm = relax.VirtualMachine(ex, tvm.cpu())
-        rng = np.random.default_rng(input_seed)
-        func = mod["main"]
-        env: dict = {}
-        args = []
-        for p in func.params:
-            ty = sinfo_to_ty(compat.type_of(p))
-            for d in ty.shape or []:
-                for v in (D.free_vars(d) if isinstance(d, str) else []):
-                    env.setdefault(v, int(rng.integers(1, 5)))
-            args.append(compat.tensor(make_array(ty, -2, 2, env, rng)))
-    except Exception as e:  # noqa: BLE001
-        return done(_fail("vm_load", e))
-    try:
-        vm["main"](*args)
-    except Exception as e:  # noqa: BLE001
-        return done(_fail("run", e))
+        values = input_values(mod["main"], input_seed)
+    except NoInputs as e:
+        # Not TVM's failure: nothing to run the module on.
+        return done(Outcome("invalid", "no_inputs", "inputs", "NoInputs", str(e)))
+    with tempfile.TemporaryDirectory(prefix="tvmfuzz-") as workdir:
+        try:
+            vm = load_vm(ex, v, workdir)
+            args = vm_arguments(values, lambda a: _tensor(a, v))
+        except Exception as e:  # noqa: BLE001
+            return done(_fail("vm_load", e))
+        try:
+            vm["main"](*args)
+        except Exception as e:  # noqa: BLE001
+            return done(_fail("run", e))
     return done(Outcome("pass"))

@@ -57,7 +57,73 @@ def _print(job: dict) -> dict:
 
         text = to_tvmscript(prog, axis_separators_ok=has_axis_separators())
         return {"script": SCRIPT_HEADER + text}
-    return {"script": to_script(materialize(prog))}
+    mod = materialize(prog)
+    out = {"script": to_script(mod)}
+    # For repro.py: the module itself (TVM's JSON), where the printout does not parse back
+    # to it ("auto"), or always.
+    if job.get("module_json") in ("auto", "always"):
+        import tvm
+
+        from worker.execute import roundtrip_problem
+
+        if job["module_json"] == "always" or roundtrip_problem(mod) is not None:
+            out["module_json"] = tvm.ir.save_json(mod)
+    return out
+
+
+def _schedule_trace(job: dict) -> dict:
+    """For repro.py of a Relax finding: the schedule each "scheduled" variant applied, as
+    TVM's trace per step (worker.tir_schedule.step_traces). The module is built as the finding
+    built it, up to the schedule: there the recorded steps (``steps``, the outcome's; drawn from
+    the variant's seed again where there are none) are traced and the build stops."""
+    from worker import tir_schedule as TS
+    from worker import variants as V
+
+    if job.get("program") is not None:
+        from fuzz.materialize import materialize
+        from fuzz.model import Program
+
+        mod = materialize(Program.from_json(job["program"]),
+                          check_types=not job.get("near_valid"))
+    else:
+        import tvm
+
+        from worker.script_guard import check_script
+
+        check_script(job["text"])
+        mod = tvm.script.from_source(job["text"], check_well_formed=not job.get("near_valid"))
+    scheduled = [i for i, v in enumerate(job["variants"]) if v.get("pipeline") == "scheduled"]
+    out = {}
+    for i in scheduled:
+        v = V.Variant.from_json(job["variants"][i])
+        got: dict = {}
+
+        def take(m, v=v, got=got):
+            steps = job.get("steps") if len(scheduled) == 1 else None
+            if not steps:
+                try:
+                    V._random_schedule(v.schedule_seed or 0)(m)
+                except Exception:  # noqa: BLE001 - the step that raised is recorded too
+                    pass
+                steps = list(V.LAST_SCHEDULE)
+            got["traces"] = TS.step_traces(m, steps)
+            raise _TraceTaken()
+
+        try:
+            V.build(mod, v, schedule=take)
+            got.setdefault("error", "the build did not reach the schedule")
+        except Exception as e:  # noqa: BLE001 - _TraceTaken, or the build failed before
+            if "traces" not in got:
+                got["error"] = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"
+        bad = [t["unwritable"] for t in got.get("traces") or [] if t.get("unwritable")]
+        if bad:
+            got = {"error": bad[0]}
+        out[str(i)] = got
+    return {"traces": out}
+
+
+class _TraceTaken(Exception):
+    """Stops a build once the schedule's trace is taken."""
 
 
 def _tir_trace(job: dict) -> dict:
@@ -121,6 +187,7 @@ def _echo(job):
 
 KINDS = {"case": _case, "script": _script, "print": _print, "tir_trace": _tir_trace,
          "standard_schedule": _standard_schedule,
+         "schedule_trace": _schedule_trace,
          "segv": _segv, "fpe": _fpe, "sleep": _sleep, "spin": _spin, "alloc": _alloc,
          "exit": _exit, "echo": _echo}
 

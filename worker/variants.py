@@ -76,10 +76,7 @@ class Variant:
     @property
     def runnable_here(self) -> bool:
         """Can this host run what the variant builds? (CUDA: see gpu_available.)"""
-        if self.kind == "cuda":
-            return gpu_available()
-        needs = _CPU_NEEDS.get(self.target.get("mcpu", ""))
-        return needs is not None and set(needs) <= _host_cpu_flags()
+        return runnable_here(self.to_json())
 
     @property
     def exact(self) -> bool:
@@ -131,6 +128,15 @@ def random_variant(ch: Chooser, cuda: bool = False, schedules: bool = False) -> 
     return Variant(target, pipeline, passes, "compiled" if ch.boolean(0.2) else "bytecode")
 
 
+def runnable_here(variant) -> bool:
+    """Can this host run what the variant builds: a GPU for CUDA, the CPU features code for
+    its -mcpu needs (else it is compile-only)."""
+    if variant["target"].get("kind", "llvm") == "cuda":
+        return gpu_available()
+    needs = _CPU_NEEDS.get(variant["target"].get("mcpu", ""))
+    return needs is not None and set(needs) <= _host_cpu_flags()
+
+
 @functools.lru_cache(maxsize=1)
 def _host_cpu_flags() -> frozenset:
     try:
@@ -158,27 +164,24 @@ def gpu_available() -> bool:
 
 
 # --- building (TVM) ---------------------------------------------------------------------------
-def tvm_target(v: Variant):
+# How a variant is built: the one copy. The functions in REPRO_CODE take the variant as plain
+# data (its JSON dict) and use nothing but TVM, their arguments and each other, because
+# reducer/repro.py writes their source into every Relax repro.py as it is (inspect.getsource):
+# a reproducer builds with the very code the finding was built with. ``schedule`` is what the
+# "scheduled" pipeline does between LegalizeOps and the default build: in the worker a random
+# s_tir schedule drawn from the variant's seed (``build`` below), in a repro.py the replay of
+# the schedule that was applied, as TVM's own trace (worker.tir_schedule.replay_traces).
+def target_for(variant):
+    """The TVM target of a variant (a dict as 0.27 takes it; CUDA gets an llvm host)."""
     import tvm
 
-    if v.kind == "cuda":
-        return tvm.target.Target(v.target, host={"kind": "llvm"})
-    return tvm.target.Target(v.target)
+    if variant["target"].get("kind", "llvm") == "cuda":
+        return tvm.target.Target(variant["target"], host={"kind": "llvm"})
+    return tvm.target.Target(variant["target"])
 
 
-def relax_pipeline(v: Variant, target):
-    import tvm
-    from tvm import relax
-
-    base = _base_pipeline(v, target)
-    if not v.extra_passes:
-        return base
-    if base == "default":
-        base = relax.pipeline.default_build_pipeline()
-    return tvm.transform.Sequential([_load_pass(p) for p in v.extra_passes] + [base])
-
-
-def _load_pass(spec: str):
+def import_pass(spec):
+    """A pass named "module:attr" (a TVM fork's own pass, or a test's planted bug)."""
     import importlib
 
     module, _, attr = spec.partition(":")
@@ -186,39 +189,92 @@ def _load_pass(spec: str):
     return obj() if callable(obj) and not hasattr(obj, "info") else obj
 
 
-def _base_pipeline(v: Variant, target):
+def pipeline_for(variant, target, schedule=None):
+    """The Relax pipeline of a variant: "default" (relax.build's own), "target" (the target's
+    default pipeline), "zero", "passes" (the recorded pass order, then the default build),
+    "scheduled" (LegalizeOps, ``schedule``, then the default build); extra passes first."""
     import tvm
     from tvm import relax
 
-    if v.pipeline == "target":
-        return relax.get_default_pipeline(target)
-    if v.pipeline == "zero":
-        return tvm.transform.Sequential([relax.get_pipeline("zero"),
-                                         relax.pipeline.default_build_pipeline()])
-    if v.pipeline == "passes":
-        return tvm.transform.Sequential([getattr(relax.transform, p)() for p in v.passes]
-                                        + [relax.pipeline.default_build_pipeline()])
-    if v.pipeline == "scheduled":
-        return tvm.transform.Sequential([relax.transform.LegalizeOps(),
-                                         _schedule_pass(v.schedule_seed or 0),
-                                         relax.pipeline.default_build_pipeline()])
-    return "default"
+    kind = variant.get("pipeline", "default")
+    if kind == "target":
+        pipeline = relax.get_default_pipeline(target)
+    elif kind == "zero":
+        pipeline = tvm.transform.Sequential([relax.get_pipeline("zero"),
+                                             relax.pipeline.default_build_pipeline()])
+    elif kind == "passes":
+        pipeline = tvm.transform.Sequential(
+            [getattr(relax.transform, p)() for p in variant.get("passes") or []]
+            + [relax.pipeline.default_build_pipeline()])
+    elif kind == "scheduled":
+        if schedule is None:
+            raise ValueError("the scheduled pipeline needs the schedule to apply")
+        # tvmfuzz's own step, not a TVM pass: its name says so wherever a pass is named.
+        step = tvm.transform.module_pass(lambda mod, ctx: schedule(mod), opt_level=0,
+                                         name="tvmfuzz.RandomSchedule")
+        pipeline = tvm.transform.Sequential([relax.transform.LegalizeOps(), step,
+                                             relax.pipeline.default_build_pipeline()])
+    else:
+        pipeline = "default"
+    if variant.get("extra_passes"):
+        if pipeline == "default":
+            pipeline = relax.pipeline.default_build_pipeline()
+        pipeline = tvm.transform.Sequential([import_pass(p) for p in variant["extra_passes"]]
+                                            + [pipeline])
+    return pipeline
+
+
+def build_for(mod, variant, schedule=None):
+    """relax.build of ``mod`` as the variant says (target, pipeline, exec mode)."""
+    from tvm import relax
+
+    target = target_for(variant)
+    with target:
+        return relax.build(mod, target, relax_pipeline=pipeline_for(variant, target, schedule),
+                           exec_mode=variant.get("exec_mode", "bytecode"))
+
+
+def vm_for(ex, variant, workdir):
+    """A VirtualMachine for a built executable; the C backend goes through a shared library."""
+    import os
+
+    import tvm
+    from tvm import relax
+
+    kind = variant["target"].get("kind", "llvm")
+    if kind == "c":
+        path = os.path.join(workdir, "case.so")
+        ex.export_library(path)
+        return relax.VirtualMachine(tvm.runtime.load_module(path), tvm.cpu())
+    return relax.VirtualMachine(ex, tvm.cuda(0) if kind == "cuda" else tvm.cpu())
+
+
+REPRO_CODE = (target_for, import_pass, pipeline_for, build_for, vm_for, runnable_here,
+              _host_cpu_flags, gpu_available)
+REPRO_CONSTANTS = ("_CPU_NEEDS",)
+
+
+# The worker's side: Variant objects, and for "scheduled" a random schedule from the seed.
+def tvm_target(v: Variant):
+    return target_for(v.to_json())
+
+
+def relax_pipeline(v: Variant, target):
+    return pipeline_for(v.to_json(), target, _random_schedule(v.schedule_seed or 0)
+                        if v.pipeline == "scheduled" else None)
 
 
 # The steps the last "scheduled" build applied (per process: one sandbox child builds one
-# case at a time), for the campaign's per-primitive statistics.
+# case at a time), for the finding (outcome.extra["schedule"]) and the campaign's statistics.
 LAST_SCHEDULE: list = []
 
 
-def _schedule_pass(seed: int):
+def _random_schedule(seed: int):
     import random
-
-    import tvm
 
     from . import tir_schedule as TS
 
-    @tvm.transform.module_pass(opt_level=0, name="tvmfuzz.RandomSchedule")
-    def random_schedule(mod, ctx):
+    def random_schedule(mod):
         LAST_SCHEDULE.clear()
         try:
             new, applied = TS.random_schedule(mod, random.Random(seed), steps=4)
@@ -233,13 +289,12 @@ def _schedule_pass(seed: int):
     return random_schedule
 
 
-def build(mod, v: Variant):
-    from tvm import relax
-
-    target = tvm_target(v)
-    with target:
-        return relax.build(mod, target, relax_pipeline=relax_pipeline(v, target),
-                           exec_mode=v.exec_mode)
+def build(mod, v: Variant, schedule=None):
+    """Build ``mod`` as ``v`` says; a "scheduled" variant draws its random schedule from its
+    seed unless ``schedule`` (a function of the module) is given."""
+    if schedule is None and v.pipeline == "scheduled":
+        schedule = _random_schedule(v.schedule_seed or 0)
+    return build_for(mod, v.to_json(), schedule)
 
 
 def cuda_source(ex) -> str:
@@ -267,15 +322,4 @@ def nvcc_compile(ex, v: Variant) -> None:
 
 
 def load_vm(ex, v: Variant, workdir: str):
-    """A VirtualMachine for a built executable; the C backend goes through a shared library."""
-    import os
-
-    import tvm
-    from tvm import relax
-
-    if v.kind == "c":
-        path = os.path.join(workdir, "case.so")
-        ex.export_library(path)
-        return relax.VirtualMachine(tvm.runtime.load_module(path), tvm.cpu())
-    dev = tvm.cuda(0) if v.kind == "cuda" else tvm.cpu()
-    return relax.VirtualMachine(ex, dev)
+    return vm_for(ex, v.to_json(), workdir)
