@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fuzz.cli import main
+from tvmfuzz.cli import main
 from fuzz.model import Block, Function, Node, Param, Program, TensorTy
 from worker.jobs import floor_divide_by_zero, take_out_of_bounds
 

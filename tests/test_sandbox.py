@@ -136,8 +136,8 @@ def test_a_segfault_inside_a_schedule_primitive_names_the_step():
                       "steps": bug["steps"]})
     out = outcome_from_result(res)
     assert res["status"] == "signal", res
-    assert out["signature"] == ("signal | schedule | SIGSEGV | killed by SIGSEGV in schedule, "
-                                "primitive loop_partition")
+    assert out["signature"] == ("signal | schedule | SIGSEGV | killed by SIGSEGV in schedule "
+                                "[primitive loop_partition]")
     assert out["extra"]["failing_step"] == bug["steps"][1]
     assert out["extra"]["schedule"] == bug["steps"]    # what a replay must apply, in order
     assert any("loop_partition" in f for f in out["extra"]["python_stack"])

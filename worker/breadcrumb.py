@@ -62,13 +62,3 @@ def read(buf: mmap.mmap) -> dict:
         return json.loads(raw) if raw else {}
     except ValueError:
         return {}
-
-
-def describe(where: dict) -> str:
-    """Where a child died, in words: "build, pass FuseTIR", "schedule, primitive fuse"."""
-    parts = [where.get("stage", "")]
-    if where.get("step"):
-        parts.append(f"primitive {where['step'].get('prim', '?')}")
-    elif where.get("pass"):
-        parts.append(f"pass {where['pass']}")
-    return ", ".join(p for p in parts if p)

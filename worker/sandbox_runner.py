@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import sys
 
-from .breadcrumb import describe
 from .sandbox import Sandbox
 from .signature import signature
 from .variants import Variant
@@ -37,8 +36,8 @@ def outcome_from_result(res: dict, target: str = "llvm") -> dict:
                "oom": "ran out of memory under the sandbox limit"}.get(
         status, res.get("error") or res.get("reason") or status)
     extra: dict = {}
-    if where:
-        message += f" in {describe(where)}"
+    if where.get("stage"):
+        message += f" in {where['stage']}"   # the signature adds the pass or the primitive
         if where.get("variant"):
             extra["variant"] = where["variant"]
             target = Variant.from_json(where["variant"]).label()
