@@ -283,3 +283,40 @@ def test_case_naming_unknown_passes_or_modules_is_refused(tmp_path, variant, say
         r = _cli(*cmd, cwd=tmp_path)
         assert r.returncode == 2 and says in r.stderr and r.stderr.count("\n") == 1, r.stderr
     assert not (tmp_path / "r").exists()
+
+
+def test_a_module_inside_the_allowlist_that_runs_a_command_at_run_time_is_contained(
+        jail_ok, tmp_path):
+    """The allowlist covers the parse; IR may still name a C symbol to call when it runs.
+    T.call_extern("system") passes the allowlist and runs a shell command when replay builds
+    and runs the module: unjailed it leaves its mark, jailed it does not."""
+    from worker.script_guard import check_script, comment_imports
+
+    def module(mark):
+        return textwrap.dedent(f"""
+            from tvm.script import ir as I
+            from tvm.script import relax as R
+            from tvm.script import tirx as T
+
+            @I.ir_module
+            class Module:
+                @T.prim_func(private=True)
+                def shell(A: T.Buffer((1,), "int32"), B: T.Buffer((1,), "int32")):
+                    B[0] = A[0] + T.call_extern("int32", "system", "touch {mark}")
+
+                @R.function
+                def main(x: R.Tensor((1,), "int32")) -> R.Tensor((1,), "int32"):
+                    cls = Module
+                    y = R.call_tir(cls.shell, (x,), out_ty=R.Tensor((1,), "int32"))
+                    return y
+        """)
+    control, mark = tmp_path / "control", tmp_path / "mark"
+    check_script(comment_imports(module(mark)))          # inside the allowlist
+    f = tmp_path / "m.py"
+    f.write_text(module(control))
+    r = _cli("replay", str(f), "--times", "1", "--no-jail")
+    assert r.returncode == 0 and control.exists(), r.stdout + r.stderr
+    f.write_text(module(mark))
+    r = _cli("replay", str(f), "--times", "1")
+    assert r.returncode == 0 and "verdict: pass" in r.stdout, r.stdout + r.stderr
+    assert not mark.exists()

@@ -38,3 +38,14 @@ def test_script_that_runs_code_is_refused_before_parsing(tmp_path):
     r = _replay(f)
     assert r.returncode == 2 and "refused" in r.stderr
     assert not marker.exists()
+
+
+def test_a_module_of_primfuncs_only_is_tvmfuzz_s_limit_not_a_tvm_crash(tmp_path):
+    f = tmp_path / "prim.py"
+    f.write_text('from tvm.script import tirx as T\n\n@T.prim_func\n'
+                 'def main(A: T.Buffer((4,), "float32")):\n'
+                 '    for i in range(4):\n        A[i] = A[i] + T.float32(1)\n')
+    r = _replay(f, "--format", "json", "--times", "1")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert (got["verdict"], got["kind"]) == ("invalid", "unsupported_input"), got

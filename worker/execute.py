@@ -362,6 +362,12 @@ def run_script(text: str, target: Any = "llvm", input_seed: int = 0) -> Outcome:
         mod = from_script(text)
     except Exception as e:  # noqa: BLE001
         return done(_fail("parse", e, kind="not_tvmscript", verdict="invalid"))
+    if not isinstance(mod, tvm.IRModule) or not any(
+            isinstance(f, relax.Function) for f in mod.functions.values()):
+        # tvmfuzz's own limit, never TVM's failure: user modules are judged through a Relax
+        # entry function (a PrimFunc alone can be called from one with R.call_tir).
+        return done(Outcome("invalid", "unsupported_input", "parse", "", "tvmfuzz judges "
+                            "modules with a Relax function; this one has only PrimFuncs"))
     try:
         if relax.analysis.well_formed(mod) is False:
             return done(Outcome("fail", "ill_formed", "well_formed", "", "module is ill-formed"))
