@@ -16,7 +16,6 @@ Modules, in the order a reduction uses them:
   jobs           the sandbox child's side of the IR passes (raw Relax IR from TVMScript)
   script_passes  the parent's proxies for those passes
   linedd         plain line-level ddmin (the benchmark baseline, and a fallback)
-  script_judge   judging TVMScript under a case's compile variants
   size           TVMScript sizes: binding counts, and the measures IR candidates decrease
   repro, repro_template, report, output   repro.py, report.md, atomic writes
 """

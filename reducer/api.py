@@ -228,7 +228,7 @@ def reduce_script(text: str, *, signature: Optional[str] = None,
     """Reduce a TVMScript module. ``variants``: judge under these compile variants (as a
     case found with them) instead of the plain llvm build of ``tvmfuzz replay``;
     ``near_valid``: the module is ill-formed on purpose; ``inputs_by_name``: input shapes
-    for parameters whose type does not give one (see reducer.script_judge)."""
+    for parameters whose type does not give one (see worker.script_judge)."""
     from .script_passes import IRSession, ir_passes_for
 
     check_user_script(text)

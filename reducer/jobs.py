@@ -63,10 +63,10 @@ def ir_apply(job: dict) -> dict:
 
 
 def script_case(job: dict) -> dict:
-    """Judge TVMScript under compile variants (see reducer.script_judge)."""
+    """Judge TVMScript under compile variants (see worker.script_judge)."""
     from worker.script_guard import check_script
 
-    from .script_judge import judge_script
+    from worker.script_judge import judge_script
 
     check_script(job["text"])
     return judge_script(job["text"], job.get("variants") or [{}], job.get("input_seed", 0),

@@ -339,60 +339,10 @@ REPRO_CODE = (_pass_watch_class, _has_relax, pass_watch, roundtrip_problem)
 
 
 def run_script(text: str, target: Any = "llvm", input_seed: int = 0) -> Outcome:
-    """Judge a user's TVMScript module: parse, well_formed, build (``build`` of the variant
-    for ``target``: a kind name or a target dict), run on random inputs of the parameters'
-    types, made once it built (``worker.script_inputs``). Only call after
-    worker.script_guard.check_script, inside the sandbox."""
-    import tempfile
+    """Judge a user's TVMScript module for ``target`` (a kind name or a target dict): the one
+    judge of text (``worker.script_judge.judge_script``) with that target's default build.
+    Only call after worker.script_guard.check_script, inside the sandbox."""
+    from .script_judge import judge_script
 
-    import tvm
-    from tvm import relax
-
-    from .script_inputs import NoInputs, input_values, vm_arguments
-
-    t0 = time.perf_counter()
     v = Variant(dict(target) if isinstance(target, dict) else {"kind": str(target)})
-
-    def done(o: Outcome) -> Outcome:
-        o.seconds, o.target = time.perf_counter() - t0, str(target)
-        o.extra.setdefault("variant", v.to_json())
-        return o
-
-    try:
-        mod = from_script(text)
-    except Exception as e:  # noqa: BLE001
-        return done(_fail("parse", e, kind="not_tvmscript", verdict="invalid"))
-    if not isinstance(mod, tvm.IRModule) or not any(
-            isinstance(f, relax.Function) for f in mod.functions.values()):
-        # tvmfuzz's own limit, never TVM's failure: user modules are judged through a Relax
-        # entry function (a PrimFunc alone can be called from one with R.call_tir).
-        return done(Outcome("invalid", "unsupported_input", "parse", "", "tvmfuzz judges "
-                            "modules with a Relax function; this one has only PrimFuncs"))
-    try:
-        if relax.analysis.well_formed(mod) is False:
-            return done(Outcome("fail", "ill_formed", "well_formed", "", "module is ill-formed"))
-    except Exception as e:  # noqa: BLE001
-        return done(_fail("well_formed", e))
-    watch = pass_watch(True)
-    try:
-        with tvm.transform.PassContext(instruments=[watch]):
-            ex = build(mod, v)
-    except Exception as e:  # noqa: BLE001
-        return done(_fail("build", e, extra={"failing_pass": watch.current,
-                                             "phase": watch.phase}))
-    try:
-        values = input_values(mod["main"], input_seed)
-    except NoInputs as e:
-        # Not TVM's failure: nothing to run the module on.
-        return done(Outcome("invalid", "no_inputs", "inputs", "NoInputs", str(e)))
-    with tempfile.TemporaryDirectory(prefix="tvmfuzz-") as workdir:
-        try:
-            vm = load_vm(ex, v, workdir)
-            args = vm_arguments(values, lambda a: _tensor(a, v))
-        except Exception as e:  # noqa: BLE001
-            return done(_fail("vm_load", e))
-        try:
-            vm["main"](*args)
-        except Exception as e:  # noqa: BLE001
-            return done(_fail("run", e))
-    return done(Outcome("pass"))
+    return judge_script(text, [v], input_seed)

@@ -2,10 +2,10 @@
 each compile variant (target, pipeline, pass list, exec mode) with the failing pass named,
 load, run, outputs compared across variants, print/parse round trip last.
 
-Used for candidates that exist only as text (line-level ddmin over a case's TVMScript, the
-``bench/reduce_vs_ddmin.py`` baseline) when a case was found under variants other than the
-plain llvm build that ``worker.execute.run_script`` does. No numpy reference: the text has no
-program model, so only cross-variant differences count as numeric. Sandbox child only.
+The one judge of text: a user's file replayed (``worker.execute.run_script``: one variant for
+the target asked), reduced, reported or bisected, and the reducer's text candidates. No numpy
+reference: the text has no program model, so only cross-variant differences count as
+numeric. Sandbox child only.
 """
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ import time
 
 import numpy as np
 
-from worker.execute import (Outcome, _fail, _record_schedule, _tensor, _to_numpy, pass_watch,
-                            roundtrip_problem, well_formed_verdict)
-from worker.script_inputs import NoInputs, input_values, vm_arguments
-from worker.variants import Variant, build, gpu_available, load_vm
+from . import breadcrumb
+from .execute import (Outcome, _fail, _record_schedule, _tensor, _to_numpy, pass_watch,
+                      roundtrip_problem, well_formed_verdict)
+from .script_inputs import NoInputs, input_values, vm_arguments
+from .variants import Variant, build, gpu_available, load_vm
 
 
 def _flat(x) -> list:
@@ -57,11 +58,19 @@ def judge_script(text: str, variants: list, input_seed: int = 0,
             o.extra.setdefault("schedule", list(steps))
         return o
 
+    breadcrumb.mark(stage="parse")
     try:
         # A near-valid module is ill-formed on purpose: the parser must not refuse it.
         mod = tvm.script.from_source(text, check_well_formed=not near_valid)
     except Exception as e:  # noqa: BLE001
         return done(_fail("parse", e, kind="not_tvmscript", verdict="invalid"))
+    if not isinstance(mod, tvm.IRModule) or not any(
+            isinstance(f, tvm.relax.Function) for f in mod.functions.values()):
+        # tvmfuzz's own limit, never TVM's failure: user modules are judged through a Relax
+        # entry function (a PrimFunc alone can be called from one with R.call_tir).
+        return done(Outcome("invalid", "unsupported_input", "parse", "", "tvmfuzz judges "
+                            "modules with a Relax function; this one has only PrimFuncs"))
+    breadcrumb.mark(stage="well_formed")
     wf, finding = well_formed_verdict(mod, near_valid)
     if finding is not None:
         return done(finding)
@@ -70,6 +79,7 @@ def judge_script(text: str, variants: list, input_seed: int = 0,
     with tempfile.TemporaryDirectory(prefix="tvmfuzz-") as workdir:
         for v in variants:
             watch = pass_watch(wf)
+            breadcrumb.mark(stage="build", variant=v.to_json())
             try:
                 try:
                     with tvm.transform.PassContext(instruments=[watch]):
@@ -94,11 +104,13 @@ def judge_script(text: str, variants: list, input_seed: int = 0,
                     values = input_values(mod["main"], input_seed, by_name)
                 except NoInputs as e:
                     return done(Outcome("invalid", "no_inputs", "inputs", "NoInputs", str(e)), v)
+            breadcrumb.mark(stage="vm_load", **{"pass": None})
             try:
                 vm = load_vm(ex, v, workdir)
                 args = vm_arguments(values, lambda a: _tensor(a, v))
             except Exception as e:  # noqa: BLE001
                 return done(_fail("vm_load", e), v)
+            breadcrumb.mark(stage="run")
             try:
                 out = _flat(_to_numpy(vm["main"](*args)))
             except Exception as e:  # noqa: BLE001
@@ -114,6 +126,7 @@ def judge_script(text: str, variants: list, input_seed: int = 0,
             if first is None:
                 first = (v, out)
     if wf:
+        breadcrumb.mark(stage="roundtrip", variant=None)
         rt = roundtrip_problem(mod, second_generation=near_valid)
         if rt:
             return done(Outcome("fail", "roundtrip", "roundtrip", rt[0], rt[1], "", rt[2]))
