@@ -25,9 +25,11 @@ def failing_step(outcome: dict) -> Optional[dict]:
     """The schedule step a failure in tvmfuzz's own schedule step happened in (the last one
     recorded: the steps stop at the one that raised)."""
     extra = outcome.get("extra") or {}
+    if extra.get("failing_step"):
+        return extra["failing_step"]
     steps = extra.get("schedule") or []
     if extra.get("failing_pass", "").startswith("tvmfuzz.") and steps:
-        return steps[-1]
+        return steps[-1]   # outcomes recorded before failing_step was
     return None
 
 
@@ -36,7 +38,7 @@ def _where(outcome: dict) -> str:
     applying (tvmfuzz's own steps are never presented as TVM passes), code generation."""
     extra = outcome.get("extra") or {}
     fpass = extra.get("failing_pass", "")
-    if fpass.startswith("tvmfuzz."):
+    if fpass.startswith("tvmfuzz.") or extra.get("failing_step"):
         step = failing_step(outcome)
         return (f" in s_tir schedule primitive {step.get('prim')}" if step
                 else " while applying an s_tir schedule")

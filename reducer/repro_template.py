@@ -188,7 +188,7 @@ def attempt():
             schedule = None
             if v.get("pipeline") == "scheduled":
                 if v.get("schedule_trace") is None:
-                    return ("schedule", "", "the schedule tvmfuzz applied is not in this file: "
+                    return ("no_schedule", "", "the schedule tvmfuzz applied is not in this file: "
                             + v.get("schedule_missing", "it could not be traced"), "")
                 print("replaying the schedule tvmfuzz applied:", flush=True)
                 for step in v["schedule_trace"]:
@@ -203,8 +203,9 @@ def attempt():
                 traceback.print_exc()
                 if not wf:
                     return None   # verifier and build agree the module is wrong
-                return ("build", type(e).__name__, str(e),
-                        watch.ill_formed_after or watch.phase)
+                # Raised inside tvmfuzz's own schedule step: the stage tvmfuzz calls schedule.
+                return ("schedule" if watch.current == SCHEDULE_PASS else "build",
+                        type(e).__name__, str(e), watch.ill_formed_after or watch.phase)
             if watch.ill_formed_after:
                 return ("build", "", f"{watch.ill_formed_after} produced ill-formed IR",
                         watch.ill_formed_after)
@@ -276,7 +277,7 @@ def main():
         print("no failure: the module builds, runs and agrees; the bug does not reproduce")
         return 0
     stage, etype, msg, where = got
-    if stage in ("inputs", "schedule"):
+    if stage in ("inputs", "no_schedule"):
         print(f"cannot run the module: {(msg.strip().splitlines() or [''])[0]}")
         return 2
     print(f"\nfailed at stage {stage}: {etype + ': ' if etype else ''}{msg.strip()[:2000]}")

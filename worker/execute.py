@@ -22,7 +22,8 @@ from fuzz.model import Program
 
 from . import breadcrumb
 from .signature import signature
-from .variants import BASE, Variant, build, load_vm, nvcc_available, nvcc_compile
+from .variants import (BASE, SCHEDULE_PASS, Variant, build, load_vm, nvcc_available,
+                       nvcc_compile)
 
 STAGES = ("materialize", "well_formed", "build", "vm_load", "run", "reference", "compare")
 
@@ -204,6 +205,11 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
                     # The crash follows a pass that broke the IR: that pass is the culprit.
                     return done(_fail("build", e, kind="pass_ill_formed",
                                       extra={"failing_pass": watch.ill_formed_after}), v)
+                if watch.current == SCHEDULE_PASS and extra_steps:
+                    # tvmfuzz's own schedule step, not a TVM pass: name the s_tir primitive
+                    # that raised (the last step recorded) and the stage.
+                    return done(_fail("schedule", e, kind="verifier_build" if near_valid
+                                      else "crash", extra={"failing_step": extra_steps[-1]}), v)
                 return done(_fail("build", e, kind="verifier_build" if near_valid else "crash",
                                   extra={"failing_pass": watch.current, "phase": watch.phase}),
                             v)

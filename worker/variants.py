@@ -164,6 +164,8 @@ def gpu_available() -> bool:
 
 
 # --- building (TVM) ---------------------------------------------------------------------------
+SCHEDULE_PASS = "tvmfuzz.RandomSchedule"   # the pass name tvmfuzz's own schedule step runs as
+
 # How a variant is built: the one copy. The functions in REPRO_CODE take the variant as plain
 # data (its JSON dict) and use nothing but TVM, their arguments and each other, because
 # reducer/repro.py writes their source into every Relax repro.py as it is (inspect.getsource):
@@ -211,7 +213,7 @@ def pipeline_for(variant, target, schedule=None):
             raise ValueError("the scheduled pipeline needs the schedule to apply")
         # tvmfuzz's own step, not a TVM pass: its name says so wherever a pass is named.
         step = tvm.transform.module_pass(lambda mod, ctx: schedule(mod), opt_level=0,
-                                         name="tvmfuzz.RandomSchedule")
+                                         name=SCHEDULE_PASS)
         pipeline = tvm.transform.Sequential([relax.transform.LegalizeOps(), step,
                                              relax.pipeline.default_build_pipeline()])
     else:
@@ -251,7 +253,7 @@ def vm_for(ex, variant, workdir):
 
 REPRO_CODE = (target_for, import_pass, pipeline_for, build_for, vm_for, runnable_here,
               _host_cpu_flags, gpu_available)
-REPRO_CONSTANTS = ("_CPU_NEEDS",)
+REPRO_CONSTANTS = ("_CPU_NEEDS", "SCHEDULE_PASS")
 
 
 # The worker's side: Variant objects, and for "scheduled" a random schedule from the seed.
