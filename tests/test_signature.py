@@ -185,7 +185,7 @@ def test_different_root_causes_stay_different_bugs():
         dict(base, message="Check failed: (a != b) is false: x"),
         dict(base, throw_site="src/relax/op/op.cc:10"),
         dict(base, extra={"failing_pass": "FuseTIR"}),
-        dict(base, kind="verifier_build"),
+        dict(base, kind="late_validation"),   # (verifier_build at one check: the next test)
         dict(base, extra={"failing_pass": "FuseOps", "failing_step": {"prim": "split"}}),
         dict(base, message="Check failed: (a == b) is false: Op(relax.exp) is wrong"),
     ]
@@ -198,3 +198,13 @@ def test_different_root_causes_stay_different_bugs():
     assert bug_id({"verdict": "pass"}) == "" and len(bug_id(base)) == 12
     assert bug_id(base) != signature_id(signature(base))
     assert bug_id(bug_key(base)) == bug_id(base)
+
+
+def test_a_mutant_reaching_a_crash_valid_programs_reach_is_that_crash_s_bug():
+    """verifier_build (a near-valid mutant's build failed) and crash (a valid program's build
+    failed) at one TVM check are one bug; CodeGenVM's refusal stays apart (above)."""
+    crash = _o("Check failed: block_realize == old_block_realize_.get() (0x1 vs. 0x2) : ",
+               site="src/s_tir/schedule/primitive/reduction.cc:1356", kind="crash",
+               error_type="InternalError", extra={"failing_step": {"prim": "rfactor"}})
+    mutant = dict(crash, kind="verifier_build")
+    assert signature(crash) != signature(mutant) and bug_id(crash) == bug_id(mutant)

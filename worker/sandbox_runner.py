@@ -36,6 +36,9 @@ def outcome_from_result(res: dict, target: str = "llvm") -> dict:
                "oom": "ran out of memory under the sandbox limit"}.get(
         status, res.get("error") or res.get("reason") or status)
     extra: dict = {}
+    if where.get("step"):
+        where["stage"] = "schedule"   # inside a schedule primitive (tvmfuzz's own step in a build)
+        where.pop("pass", None)
     if where.get("stage"):
         message += f" in {where['stage']}"   # the signature adds the pass or the primitive
         if where.get("variant"):

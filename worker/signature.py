@@ -37,7 +37,7 @@ _OFFENDING = re.compile(r"Offending call:\s*R\.([\w.]+)\(")
 CODEGEN_REFUSAL = "cannot emit this Relax operator directly"
 
 # Bumped whenever bug_key's definition changes: a corpus then recomputes its buckets' bug ids.
-BUG_KEY_VERSION = 1
+BUG_KEY_VERSION = 2
 
 # --- names ---------------------------------------------------------------------------------
 PLACEHOLDER = "$"
@@ -212,6 +212,10 @@ def signature(outcome: dict) -> str:
     return " | ".join(p for p in parts if p) + _suffix(outcome, outcome.get("throw_site", ""))
 
 
+_ROOT_KIND = {"verifier_build": "crash"}
+_MEMORY_SIGNALS = {"SIGSEGV", "SIGABRT", "SIGBUS"}
+
+
 def bug_key(outcome: dict) -> str:
     """The root-cause key of a failing outcome: what a signature says minus what varies
     between findings of one bug (the throw site's line, the values and names after a C++
@@ -221,9 +225,19 @@ def bug_key(outcome: dict) -> str:
         return ""
     kind = outcome.get("kind", "")
     site = re.sub(r":\d+$", "", outcome.get("throw_site", "") or "")
+    # A near-valid mutant's build failure (verifier_build) that ends in a check or error TVM
+    # also reaches from valid programs (a crash) is that crash's bug: one key for both. Not
+    # CodeGenVM's clear refusal: expected of a mutant, a bug on a valid program.
+    if CODEGEN_REFUSAL not in (outcome.get("message") or ""):
+        kind = _ROOT_KIND.get(kind, kind)
     parts = [kind, site or outcome.get("stage", "")]
     if kind == "numeric":
         parts.append((outcome.get("extra") or {}).get("numeric_key", ""))
+    elif kind == "signal":
+        # One memory error ends by SIGSEGV one run and by glibc's SIGABRT (a corrupted heap)
+        # the next: those are one class; SIGFPE, SIGILL... stay themselves.
+        sig = outcome.get("error_type", "")
+        parts.append("memory fault" if sig in _MEMORY_SIGNALS else sig)
     else:
         msg = normalize_message(outcome.get("message", ""))
         a, b = check_condition(msg)
