@@ -208,3 +208,16 @@ def test_a_mutant_reaching_a_crash_valid_programs_reach_is_that_crash_s_bug():
                error_type="InternalError", extra={"failing_step": {"prim": "rfactor"}})
     mutant = dict(crash, kind="verifier_build")
     assert signature(crash) != signature(mutant) and bug_id(crash) == bug_id(mutant)
+
+
+def test_a_failed_compiler_run_is_named_by_the_compiler_s_first_error():
+    """TVM raises nvcc's and gcc's failures as the generated source, then the compiler's
+    output: the source's first line (#ifdef ...) would put every compile error in one bucket."""
+    from worker.execute import first_message_line
+
+    cuda = ('#ifdef __CUDACC_RTC__\n#define int64_t long long\n#endif\n\nCompilation error:\n'
+            '/tmp/t/tvm_kernels.cu(123): error: identifier "hnearbyint" is undefined\n'
+            '/tmp/t/tvm_kernels.cu(51): warning #177-D: function "f" was declared\n')
+    assert first_message_line(cuda) == 'Compilation error: identifier "hnearbyint" is undefined'
+    assert first_message_line("Check failed: (x) is false:\nmore") == \
+        "Check failed: (x) is false:"

@@ -6,6 +6,7 @@ says where TVM broke: materialize, well_formed, build, vm_load, run, compare.
 from __future__ import annotations
 
 import functools
+import re
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
@@ -125,8 +126,22 @@ def pass_watch(check_well_formed: bool = True):
 def _fail(stage: str, exc: BaseException, kind: str = "crash", verdict: str = "fail",
           **kw) -> Outcome:
     msg = str(exc).strip()
-    return Outcome(verdict, kind, stage, type(exc).__name__, msg.splitlines()[0] if msg else "",
+    return Outcome(verdict, kind, stage, type(exc).__name__, first_message_line(msg),
                    tvm_throw_site(exc), msg[-4000:], **kw)
+
+
+_COMPILER_ERROR = re.compile(r"^\S*?(?:\(\d+\))?:?\s*(?:fatal )?error:\s*(.+)$", re.M)
+
+
+def first_message_line(msg: str) -> str:
+    """What names a failure: its first line; for a compiler run that failed (nvcc, gcc: TVM
+    raises "<the generated source>\nCompilation error:\n<compiler output>"), the compiler's
+    first error instead of the source's first line."""
+    if "Compilation error:" in msg:
+        m = _COMPILER_ERROR.search(msg.split("Compilation error:", 1)[1])
+        if m:
+            return f"Compilation error: {m.group(1).strip()}"
+    return msg.splitlines()[0] if msg else ""
 
 
 def _to_numpy(x):
