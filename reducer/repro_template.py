@@ -19,6 +19,7 @@ import base64
 import functools
 import io
 import json
+import os
 import re
 import signal
 import subprocess
@@ -26,6 +27,18 @@ import sys
 import tempfile
 import traceback
 import zlib
+
+
+def _own_trouble(etype, value, tb):
+    """An exception nobody caught is this script's own trouble (a TVM it cannot load, an API
+    it does not know), never the bug: Python's exit status 1 would read as REPRODUCED."""
+    traceback.print_exception(etype, value, tb)
+    print("could not run the reproducer (not the bug): exit 2", flush=True)
+    sys.stderr.flush()
+    os._exit(2)
+
+
+sys.excepthook = _own_trouble
 
 SCRIPT = __SCRIPT__
 

@@ -21,11 +21,22 @@ HEADER = '''#!/usr/bin/env python3
 Standalone reproducer written by tvmfuzz (TIR case). Needs: pip install {pip}
 Exit status: 1 when the failure reproduces, 0 when it does not, 2 when it fails differently.
 """
-import base64, io, json, sys, zlib
+import base64, io, json, os, sys, traceback, zlib
 
-import numpy as np
-import tvm
-from tvm.script import tirx as T  # noqa: F401  (the parser binds T itself)
+
+def _own_trouble(etype, value, tb):
+    """An exception nobody caught is this script's own trouble, never the bug: Python's exit
+    status 1 would read as REPRODUCED."""
+    traceback.print_exception(etype, value, tb)
+    print("could not run the reproducer (not the bug): exit 2", flush=True)
+    os._exit(2)
+
+
+sys.excepthook = _own_trouble
+
+import numpy as np  # noqa: E402
+import tvm  # noqa: E402
+from tvm.script import tirx as T  # noqa: E402,F401  (the parser binds T itself)
 
 SCRIPT = {script}
 CASE = json.loads({case})

@@ -285,3 +285,24 @@ def test_repro_embeds_the_cases_own_inputs_bfloat16_too(tmp_path):
     _, want = make_inputs(prog, prog.meta["seed"])
     assert [str(a.dtype) for a in got] == ["bfloat16"]
     assert np.array_equal(got[0].astype(np.float32), want[0].astype(np.float32))
+
+
+def test_a_repro_that_breaks_itself_exits_2_never_1(tmp_path, capsys):
+    """Python ends an uncaught exception with exit status 1, which reads as REPRODUCED: a
+    reproducer's own trouble (here: a name its code lacks, as when a TVM API moved) must be 2,
+    in the Relax and the TIR template alike."""
+    from worker.campaign import make_case
+
+    tir = tmp_path / "tir.json"     # a TIR wrong result (cache_write, found by a campaign)
+    tir.write_text(make_case(70079, None, ("llvm",), ("tir",), True, {}).dumps())
+    for name, path in (("relax", _write_input(tmp_path, pass_order())), ("tir", tir)):
+        out = tmp_path / name
+        rc, text = _cli(["report", str(path), "--out", str(out), "--no-bisect"], capsys)
+        assert rc == 0, text
+        broken = out / "broken" / "repro.py"
+        broken.parent.mkdir()
+        src = (out / "repro.py").read_text()
+        broken.write_text(src.replace("\ndef main():\n", "\ndef main():\n    no_such_name\n", 1))
+        r = fresh_run(broken)
+        assert r.returncode == 2, r.stdout[-2000:] + r.stderr[-2000:]
+        assert "NameError" in r.stderr and "not the bug" in r.stdout
