@@ -1,8 +1,8 @@
 """The corpus store: every finding of every campaign, bucketed by signature, safe to share.
 
 Two levels: a *bucket* holds the findings of one signature; a *bug* holds the buckets of one
-root cause (``worker.signature.bug_key``; each bucket stores its ``bug_id``). A bug's status
-(new, known, expected: ``worker.triage``) is worked out when it is read, from its buckets'
+root cause (``fuzz.signature.bug_key``; each bucket stores its ``bug_id``). A bug's status
+(new, known, expected: ``fuzz.triage``) is worked out when it is read, from its buckets'
 representative cases and from the verdicts users record (``tvmfuzz triage``, table
 ``verdicts``).
 
@@ -39,9 +39,9 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from fuzz.model import STRUCTURAL_OPS, Program
-from worker.signature import BUG_KEY_VERSION, bug_id, bug_key
-from worker.signature import signature as _signature
-from worker.signature import signature_id
+from fuzz.signature import BUG_KEY_VERSION, bug_id, bug_key
+from fuzz.signature import signature as _signature
+from fuzz.signature import signature_id
 
 DEFAULT_CORPUS = Path("runs/corpus")
 DB_NAME = "corpus.sqlite3"
@@ -640,7 +640,7 @@ class Corpus:
     # --- bugs: buckets grouped by root cause ------------------------------------------
     def _rep_status(self, rep: str, outcome_json: Optional[str]) -> tuple[str, str, list]:
         """(status, reason, mutations) of a bucket from its representative case."""
-        from worker.triage import NEW, auto_status, mutations
+        from fuzz.triage import NEW, auto_status, mutations
 
         try:
             prog = Program.loads(self.case_path(rep).read_text())
@@ -656,7 +656,7 @@ class Corpus:
     def bugs(self, only: Optional[str] = None) -> list[dict]:
         """Every bug (or bug ``only``) with its buckets (most frequent first) and status, new
         bugs first, then known, then expected; within a status the most frequent first."""
-        from worker.triage import ORDER, combine
+        from fuzz.triage import ORDER, combine
 
         rows = self._db.execute(
             f"SELECT {', '.join('b.' + c.strip() for c in self._BUCKET_COLS.split(','))}, "
@@ -809,7 +809,7 @@ def format_buckets(buckets: list[dict], width: int = 120) -> str:
 
 
 def _status_counts(bugs: list[dict]) -> str:
-    from worker.triage import STATUSES
+    from fuzz.triage import STATUSES
 
     return ", ".join(f"{sum(g['status'] == s for g in bugs)} {s}" for s in STATUSES)
 
@@ -861,7 +861,7 @@ def format_bug(g: dict, width: int = 120) -> str:
                              else "not replayed")]
     muts = list(dict.fromkeys(m for b in g["buckets"] for m in b.get("mutations") or []))
     out += [f"mutation   {m}" for m in muts[:5]]
-    from worker.signature import short
+    from fuzz.signature import short
 
     out += ["", f"buckets ({len(g['buckets'])}, most frequent first: bucket, count, status, "
                 "signature):"]

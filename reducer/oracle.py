@@ -1,7 +1,7 @@
 """Is a candidate still the bug? Judged in the sandbox, cached by content hash.
 
 Default test: the candidate fails with the original's signature (stage, kind, normalized
-message, throw site, failing pass: ``worker.signature``). A candidate that fails with another
+message, throw site, failing pass: ``fuzz.signature``). A candidate that fails with another
 signature is not accepted (the reducer would slip onto another bug) but is a discovery: it is
 saved under ``slippage/`` with its outcome. With ``--interesting CMD`` (C-Reduce style) the
 candidate is written to a file whose path is given to CMD; exit status 0 means interesting.
@@ -20,7 +20,7 @@ from typing import Optional
 from fuzz.model import Program
 from worker.sandbox_runner import outcome_from_result
 from worker.script_guard import UnsafeScript, check_script
-from worker.signature import signature_id
+from fuzz.signature import signature_id
 
 from . import output
 from .pool import SandboxPool

@@ -14,7 +14,7 @@ from .repro import failing_variants, repro_text, versions
 def message_line(outcome: dict, width: int = 160) -> str:
     """The failure's own message as a title shows it: its first line, trimmed, ``Op(...)``
     reprs shortened to the op's name; never the normalized form of a signature."""
-    from worker.signature import _reduce_op_reprs
+    from fuzz.signature import _reduce_op_reprs
 
     msg = (outcome.get("message") or "").strip()
     line = _reduce_op_reprs(msg.splitlines()[0] if msg else "").strip().rstrip(":").strip()

@@ -113,21 +113,10 @@ def _npz(arrays: dict) -> str:
     return base64.b64encode(zlib.compress(buf.getvalue(), 9)).decode()
 
 
-def schedule_trace(prog) -> str:
-    """The recorded schedule steps as the Python TVM's trace prints (run in the sandbox or
-    wherever TVM is importable). Empty when the case has no schedule."""
-    steps = (prog.meta.get("schedule") or {}).get("applied") or []
-    if not steps:
-        return ""
-    from fuzz.tir.build import materialize_tir
-    from worker.tir_schedule import trace_lines
-
-    return "\n".join(trace_lines(materialize_tir(prog), steps))
-
-
 def tir_repro_text(prog, script: str, outcome: dict, variant: Optional[dict] = None,
                    trace: Optional[str] = None) -> str:
-    """``trace``: schedule_trace(prog), computed in the sandbox (it runs TVM)."""
+    """``trace``: worker.tir_schedule.case_trace(prog), computed in the sandbox (it runs
+    TVM)."""
     from importlib import metadata
 
     from fuzz.tir import reference as TR

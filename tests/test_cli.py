@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from tvmfuzz.cli import main
-from worker.signature import short
+from fuzz.signature import short
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Children run this checkout's tvmfuzz, not an installed one (their cwd is elsewhere).

@@ -19,7 +19,7 @@ from corpus import store as store_mod
 from tvmfuzz.cli import main
 from fuzz.generate import generate
 from fuzz.model import Program
-from worker.signature import signature, signature_id
+from fuzz.signature import signature, signature_id
 
 ROOT = Path(__file__).resolve().parents[1]
 V = {"tvm_version": "0.27.0.post1", "tvmfuzz_version": "0.1.0"}
@@ -267,7 +267,7 @@ CHILD = textwrap.dedent("""
     import sys
     from corpus import Corpus
     from fuzz.generate import generate
-    from worker.signature import signature
+    from fuzz.signature import signature
 
     import os, time
     root, first, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])

@@ -129,7 +129,7 @@ def test_a_death_names_its_stage_variant_and_python_stack():
 def test_a_segfault_inside_a_schedule_primitive_names_the_step():
     from worker import tir_schedule as TS
     from worker.sandbox_runner import outcome_from_result
-    from worker.signature import bug_key
+    from fuzz.signature import bug_key
 
     bug = next(b for b in TS.KNOWN_BUGS if b["id"] == "loop_partition-segfault")
     with Sandbox(timeout=120) as sb:

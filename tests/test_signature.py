@@ -1,4 +1,4 @@
-from worker.signature import bug_id, bug_key, normalize_message, signature, signature_id
+from fuzz.signature import bug_id, bug_key, normalize_message, signature, signature_id
 
 
 def _o(msg, site="src/target/llvm/codegen_llvm.cc:1532", **kw):

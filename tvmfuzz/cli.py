@@ -627,7 +627,7 @@ def findings(corpus_dir, fmt, flat):
             return
         bugs = c.bugs()
     if fmt == "json":
-        from worker.triage import STATUSES
+        from fuzz.triage import STATUSES
 
         click.echo(json.dumps({"bugs": bugs, "totals": {
             "bugs": len(bugs), **{s: sum(g["status"] == s for g in bugs) for s in STATUSES},

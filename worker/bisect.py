@@ -95,7 +95,7 @@ def load_subject(spec: str, corpus_dir: Optional[str] = None) -> Subject:
 def _resign(outcome: dict) -> str:
     """The signature of a stored outcome by this tvmfuzz's rules (an older tvmfuzz may have
     normalized names differently), or the stored one when the outcome is not kept whole."""
-    from .signature import signature
+    from fuzz.signature import signature
 
     if outcome.get("verdict") == "fail" and "message" in outcome:
         return signature(outcome) or outcome.get("signature", "")
@@ -222,7 +222,7 @@ def summary(result: dict) -> str:
 
 
 def format_table(result: dict) -> str:
-    from .signature import short
+    from fuzz.signature import short
 
     lines = [f"case: {result['case']}",
              f"signature: {result['signature'] or '(passes on the default release)'}"

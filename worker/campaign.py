@@ -22,7 +22,7 @@ from typing import Callable, Optional
 from fuzz.choice import RandomChooser
 from fuzz.generate import generate
 
-from .signature import bug_id, bug_key, short
+from fuzz.signature import bug_id, bug_key, short
 from .variants import BASE, nvcc_available, random_variant
 
 NEAR_VALID_SHARE = 0.15
@@ -212,13 +212,13 @@ class Stats:
                 "signatures": {}})
             bug["count"] += 1
             if sig not in bug["signatures"]:   # the status of a signature's first finding
-                from .triage import auto_status
+                from fuzz.triage import auto_status
 
                 bug["signatures"][sig] = auto_status(prog, outcome)
 
     def bug_list(self) -> list[dict]:
         """The bugs met, new first, then known, then expected; the most frequent first."""
-        from .triage import ORDER, combine
+        from fuzz.triage import ORDER, combine
 
         out = []
         for bid, b in self.bugs.items():
@@ -521,7 +521,7 @@ def _summarize(out_dir: Path, stats: Stats, plan: SeedPlan, start: int, echo,
         for p, (c, f) in sorted(stats.primitives.items(), key=lambda kv: -kv[1][0]):
             echo(f"  {p:24s} {c:5d}  {f:4d}")
     if bugs:
-        from .triage import STATUSES
+        from fuzz.triage import STATUSES
 
         counts = ", ".join(f"{sum(g['status'] == st for g in bugs)} {st}" for st in STATUSES)
         echo(f"{len(bugs)} bugs ({counts}), new first (status, count, bug, key, signatures, "

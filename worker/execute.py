@@ -22,7 +22,7 @@ from fuzz.materialize import (InferenceMismatch, MaterializeError, from_script, 
 from fuzz.model import Program
 
 from . import breadcrumb
-from .signature import signature
+from fuzz.signature import signature
 from .variants import (BASE, SCHEDULE_PASS, Variant, build, load_vm, nvcc_available,
                        nvcc_compile)
 

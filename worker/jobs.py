@@ -131,10 +131,10 @@ def _tir_trace(job: dict) -> dict:
     the step that crashes TVM is not in the trace, so a crash while tracing gives what
     was traced before it."""
     from fuzz.model import Program
-    from reducer.tir_repro import schedule_trace
+    from worker.tir_schedule import case_trace
 
     try:
-        return {"trace": schedule_trace(Program.from_json(job["program"]))}
+        return {"trace": case_trace(Program.from_json(job["program"]))}
     except Exception as e:  # noqa: BLE001
         return {"trace": "", "error": f"{type(e).__name__}: {str(e).strip()[:300]}"}
 

@@ -6,7 +6,7 @@ import re
 import sys
 
 from .sandbox import Sandbox
-from .signature import signature
+from fuzz.signature import signature
 from .variants import Variant
 
 # Sandbox statuses that are findings in their own right, as (kind, error_type).

@@ -2,7 +2,7 @@
 
 The same seed and TVM give the same cases (seeds S, S+1, ... run in order in one sandbox; the
 budget only decides how far the list goes, ``--cases`` fixes it exactly). Findings are grouped
-into bugs (``worker.signature.bug_id``), each with a status (``worker.triage``): a bug that is
+into bugs (``fuzz.signature.bug_id``), each with a status (``fuzz.triage``): a bug that is
 known (known_bugs.py, ``known_bug``, ``KNOWN_BUGS``, or a user's verdict in ``--corpus``),
 expected (a near-valid mutant's intended refusal) or in the baseline file (its id, or one of its
 signatures) is listed and does not fail the run; a new one does. Results go to JUnit XML (for CI
@@ -20,8 +20,8 @@ from typing import Callable, Optional
 from xml.sax.saxutils import escape, quoteattr
 
 from .campaign import make_case, save_case
-from .signature import bug_id, bug_key, short, signature_id
-from .triage import ORDER, combine
+from fuzz.signature import bug_id, bug_key, short, signature_id
+from fuzz.triage import ORDER, combine
 
 BASELINE_VERSION = 1
 
@@ -94,7 +94,7 @@ def run_smoke(budget_s: float, out_dir: Path, seed: int = 0, cases: Optional[int
     from importlib.metadata import version
 
     from .sandbox_runner import SandboxRunner
-    from .triage import auto_status
+    from fuzz.triage import auto_status
 
     known, known_bugs = _read_baseline(baseline)
     verdicts = _user_verdicts(corpus)

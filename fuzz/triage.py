@@ -112,7 +112,7 @@ def schedule_known_bug(outcome: dict) -> Optional[dict]:
     its steps' primitives appear in order among the steps applied, and the symptom agrees (a
     crash with the entry's message; a wrong result, a signal or memory damage whose last
     primitive is the entry's)."""
-    from .tir_schedule import KNOWN_BUGS
+    from .tir.schedule_bugs import KNOWN_BUGS
 
     extra = outcome.get("extra") or {}
     steps = list(extra.get("schedule") or [])
