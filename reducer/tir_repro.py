@@ -46,22 +46,34 @@ def arrays(blob):
     return dict(np.load(io.BytesIO(zlib.decompress(base64.b64decode(blob)))))
 
 
+def judge_exception(e, expect):
+    first = (str(e).strip().splitlines() or [""])[0]
+    print(f"{{type(e).__name__}}: {{first}}")
+    same = expect["kind"] != "numeric" and expect["message"][:60].split(": ", 1)[-1] in str(e)
+    print("REPRODUCED" if same else "a different failure: expected " + expect["message"])
+    return 1 if same else 2
+
+
 def main():
     expect = CASE["expect"]
+    if expect["kind"] in ("signal", "hang") and "--child" not in sys.argv:
+        # The bug kills the process: watch a child from outside.
+        import signal, subprocess
+        try:
+            r = subprocess.run([sys.executable, __file__, "--child"], timeout=300)
+        except subprocess.TimeoutExpired:
+            print("REPRODUCED: no result within 300 s")
+            return 1 if expect["kind"] == "hang" else 2
+        if r.returncode < 0:
+            print(f"REPRODUCED: the process died by {{signal.Signals(-r.returncode).name}}")
+            return 1
+        print(f"the process ended with exit status {{r.returncode}}, not by a signal")
+        return 2 if r.returncode else 0
     try:
         mod = tvm.IRModule({{CASE["name"]: tvm.script.from_source(SCRIPT)}})
 '''
 
-BODY = '''        if expect["kind"] == "roundtrip":
-            # Print the parsed PrimFunc and parse the printed text back: it should parse, and
-            # to a structurally equal module.
-            again = tvm.script.from_source(mod.script())
-            if not isinstance(again, tvm.IRModule):
-                again = tvm.IRModule({CASE["name"]: again})
-            tvm.ir.assert_structural_equal(mod, again, map_free_vars=True)
-            print("print/parse round trip keeps the module: not reproduced")
-            return 0
-        if CASE["schedule"]:
+BODY = '''        if CASE["schedule"]:
             sch = tvm.s_tir.Schedule(mod)
             sch.work_on(CASE["name"])
             exec(CASE["schedule"], {"sch": sch, "T": T, "tvm": tvm})   # TVM's trace, as printed
@@ -70,6 +82,23 @@ BODY = '''        if expect["kind"] == "roundtrip":
             # 0.26 have only tirx's).
             check = getattr(getattr(tvm.s_tir, "analysis", None), "verify_well_formed", None)
             (check or tvm.tirx.analysis.verify_well_formed)(mod, True)
+    except Exception as e:  # noqa: BLE001
+        return judge_exception(e, expect)
+    if expect["kind"] == "roundtrip":
+        # Print the (scheduled) PrimFunc and parse the printed text back, as tvmfuzz did: it
+        # should parse, and to a structurally equal module.
+        try:
+            again = tvm.script.from_source(mod.script())
+            if not isinstance(again, tvm.IRModule):
+                again = tvm.IRModule({CASE["name"]: again})
+            tvm.ir.assert_structural_equal(mod, again, map_free_vars=True)
+        except Exception as e:  # noqa: BLE001
+            print(f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}")
+            print("REPRODUCED: the printed PrimFunc does not parse back to the same one")
+            return 1
+        print("print/parse round trip keeps the module: not reproduced")
+        return 0
+    try:
         target = tvm.target.Target(CASE["target"])
         for name in CASE["passes"]:
             ns, _, attr = name.rpartition(".")
@@ -81,11 +110,7 @@ BODY = '''        if expect["kind"] == "roundtrip":
         lib[CASE["name"]](*args)
         got = {n: a.numpy() for n, a in zip(CASE["params"], args)}
     except Exception as e:  # noqa: BLE001
-        first = (str(e).strip().splitlines() or [""])[0]
-        print(f"{type(e).__name__}: {first}")
-        same = expect["kind"] != "numeric" and expect["message"][:60].split(": ", 1)[-1] in str(e)
-        print("REPRODUCED" if same else "a different failure: expected " + expect["message"])
-        return 1 if same else 2
+        return judge_exception(e, expect)
     if expect["kind"] != "numeric":
         print("built and ran without the expected failure: " + expect["message"])
         return 0
