@@ -142,7 +142,8 @@ def shared_code() -> str:
     for module, objs, consts in (
             (variants, variants.REPRO_CODE, variants.REPRO_CONSTANTS),
             (tir_schedule, tir_schedule.REPRO_CODE, ()),
-            (execute, execute.REPRO_CODE, ()), (M, (M.to_script, M.from_script), ()),
+            (execute, execute.REPRO_CODE, execute.REPRO_CONSTANTS),
+            (M, (M.to_script, M.from_script), ()),
             (script_inputs, script_inputs.REPRO_CODE, ())):
         parts.append(f"# --- from tvmfuzz's {module.__name__}, as it is "
                      + "-" * max(0, 60 - len(module.__name__)))

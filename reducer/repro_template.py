@@ -50,7 +50,7 @@ __SHARED__
 # --- the reproducer ---------------------------------------------------------------------------
 def normalize(msg):
     """The first message line without numbers, addresses and generated names."""
-    line = (msg or "").strip().splitlines()[0] if (msg or "").strip() else ""
+    line = first_message_line((msg or "").strip())   # the worker's own choice of line
     line = re.sub(r'(?:ir\.)?Op\(span=.*?name="([^"]+)".*?\)(?=\W|$)', r"Op(\1)", line)
     line = re.sub(r"\b0x[0-9a-fA-F]+\b", "0x?", line)
     line = re.sub(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w])", "N", line)
@@ -212,6 +212,7 @@ def attempt():
             try:
                 with tvm.transform.PassContext(instruments=[watch]):
                     ex = build_for(mod, v, schedule)
+                    nvcc_for(ex, v)   # CUDA: compile-only with nvcc, as tvmfuzz did
             except Exception as e:
                 traceback.print_exc()
                 if not wf:

@@ -356,7 +356,8 @@ def roundtrip_problem(mod, second_generation: bool = False) -> Optional[tuple]:
 # Written into every Relax repro.py as they are (reducer/repro.py), with fuzz.materialize's
 # to_script and from_script: a reproducer names the failing pass and checks the round trip
 # with this code.
-REPRO_CODE = (_pass_watch_class, _has_relax, pass_watch, roundtrip_problem)
+REPRO_CODE = (_pass_watch_class, _has_relax, pass_watch, roundtrip_problem, first_message_line)
+REPRO_CONSTANTS = ("_COMPILER_ERROR",)
 
 
 def run_script(text: str, target: Any = "llvm", input_seed: int = 0) -> Outcome:

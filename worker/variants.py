@@ -251,8 +251,6 @@ def vm_for(ex, variant, workdir):
     return relax.VirtualMachine(ex, tvm.cuda(0) if kind == "cuda" else tvm.cpu())
 
 
-REPRO_CODE = (target_for, import_pass, pipeline_for, build_for, vm_for, runnable_here,
-              _host_cpu_flags, gpu_available)
 REPRO_CONSTANTS = ("_CPU_NEEDS", "SCHEDULE_PASS")
 
 
@@ -299,28 +297,33 @@ def build(mod, v: Variant, schedule=None):
     return build_for(mod, v.to_json(), schedule)
 
 
-def cuda_source(ex) -> str:
-    def walk(m):
+def nvcc_for(ex, variant) -> None:
+    """Compile a CUDA variant's device code to a cubin with nvcc, where nvcc is on the PATH
+    (the compile-only path without a GPU; raises when nvcc refuses TVM's source)."""
+    import shutil
+
+    if variant["target"].get("kind") != "cuda" or not shutil.which("nvcc"):
+        return
+    from tvm.support import nvcc   # 0.27: tvm.contrib.nvcc moved here
+
+    def source(m):
         if m.kind == "cuda":
             return m.inspect_source()
-        for i in m.imports:
-            s = walk(i)
-            if s:
-                return s
-        return ""
+        return next((s for s in (source(i) for i in m.imports) if s), "")
 
-    return walk(ex.mod)
+    src = source(ex.mod)
+    if src:
+        with target_for(variant):   # nvcc reads the arch from the current target
+            nvcc.compile_cuda(src, target_format="cubin", arch=variant["target"].get("arch"),
+                              compiler="nvcc")
 
 
 def nvcc_compile(ex, v: Variant) -> None:
-    """Compile the CUDA source to a cubin with nvcc (compile-only path; raises on failure)."""
-    from tvm.support import nvcc   # 0.27: tvm.contrib.nvcc moved here
+    nvcc_for(ex, v.to_json())
 
-    src = cuda_source(ex)
-    if src:
-        with tvm_target(v):   # nvcc reads the arch from the current target
-            nvcc.compile_cuda(src, target_format="cubin", arch=v.target.get("arch"),
-                              compiler="nvcc")
+
+REPRO_CODE = (target_for, import_pass, pipeline_for, build_for, vm_for, runnable_here,
+              _host_cpu_flags, gpu_available, nvcc_for)
 
 
 def load_vm(ex, v: Variant, workdir: str):
