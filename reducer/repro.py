@@ -137,7 +137,8 @@ def shared_code() -> str:
 
     # The pass watch tells the sandbox where a child died (worker/breadcrumb.py); a repro.py
     # runs alone, so that call does nothing there.
-    parts = ["class breadcrumb:   # tvmfuzz's crash locator (worker/breadcrumb.py): a no-op here\n"
+    parts = ["import re   # the worker's constants include compiled patterns",
+             "class breadcrumb:   # tvmfuzz's crash locator (worker/breadcrumb.py): a no-op here\n"
              "    @staticmethod\n    def mark(**where):\n        pass"]
     for module, objs, consts in (
             (variants, variants.REPRO_CODE, variants.REPRO_CONSTANTS),

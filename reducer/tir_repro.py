@@ -147,10 +147,9 @@ def tir_repro_text(prog, script: str, outcome: dict, variant: Optional[dict] = N
     from fuzz.tir import reference as TR
 
     variant = variant or (outcome.get("extra") or {}).get("variant") or {}
-    target = dict(variant.get("target") or {"kind": "llvm"})
-    target_str = " ".join([target.pop("kind", "llvm")] + [f"-{k}={v}" for k, v in target.items()])
+    target = dict(variant.get("target") or {"kind": "llvm"})   # a dict: 0.27 refuses CLI strings
     inputs = TR.make_inputs(prog, prog.meta.get("seed") or 0)
-    case = {"name": prog.name, "params": [p.name for p in prog.params], "target": target_str,
+    case = {"name": prog.name, "params": [p.name for p in prog.params], "target": target,
             "passes": list(variant.get("passes") or []), "inputs": _npz(inputs),
             "expect": {k: outcome.get(k, "") for k in ("kind", "stage", "message", "signature")}}
     case["schedule"] = trace or ""

@@ -191,7 +191,10 @@ def test_different_root_causes_stay_different_bugs():
     ]
     ids = {bug_id(o) for o in [base] + others}
     assert len(ids) == len(others) + 1
-    assert bug_id(_o(OP.format("cosh"))) != bug_id(_o(OP.format("atan")))
+    # LLVM's float16 "unknown intrinsic": one missing lowering, whichever op reaches it first
+    # (the 10-minute campaign's triage found one bug split eight ways); buckets stay per op.
+    assert bug_id(_o(OP.format("cosh"))) == bug_id(_o(OP.format("atan")))
+    assert signature(_o(OP.format("cosh"))) != signature(_o(OP.format("atan")))
     num = {"verdict": "fail", "kind": "numeric", "stage": "compare",
            "extra": {"numeric_key": "relax.argsort:float64"}}
     assert bug_id(num) != bug_id(dict(num, extra={"numeric_key": "relax.sort:float64"}))

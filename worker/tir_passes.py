@@ -257,6 +257,11 @@ PHASE_ORDERING_NOISE = (
      ("tirx.StorageRewrite", "tirx.PointerValueTypeRewrite"), "after LowerOpaqueBlock",
      lambda o: _runs_before(o, ("tirx.StorageRewrite", "tirx.PointerValueTypeRewrite"),
                             "s_tir.LowerOpaqueBlock")),
+    # StorageRewrite (LiftStorageAlloc) meets a vectorized loop VectorizeLoop has not lowered
+    # yet: the default order runs VectorizeLoop first, the check says so.
+    (r"VectorizeLoop before LiftStorageAll",
+     ("tirx.StorageRewrite",), "after VectorizeLoop",
+     lambda o: _runs_before(o, ("tirx.StorageRewrite",), "tirx.VectorizeLoop")),
     # 50: MakePackedAPI finds free variables (block iter vars, loop vars of blocks): blocks are
     # not lowered when it runs, either because it ran before LowerOpaqueBlock or because
     # SplitHostDevice ran on block IR, moving the blocks into a device function the build's

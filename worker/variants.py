@@ -297,6 +297,16 @@ def build(mod, v: Variant, schedule=None):
     return build_for(mod, v.to_json(), schedule)
 
 
+def cuda_source(ex) -> str:
+    """The CUDA source of a built executable's device module ("" when it has none)."""
+    def walk(m):
+        if m.kind == "cuda":
+            return m.inspect_source()
+        return next((s for s in (walk(i) for i in m.imports) if s), "")
+
+    return walk(ex.mod)
+
+
 def nvcc_for(ex, variant) -> None:
     """Compile a CUDA variant's device code to a cubin with nvcc, where nvcc is on the PATH
     (the compile-only path without a GPU; raises when nvcc refuses TVM's source)."""
@@ -306,12 +316,7 @@ def nvcc_for(ex, variant) -> None:
         return
     from tvm.support import nvcc   # 0.27: tvm.contrib.nvcc moved here
 
-    def source(m):
-        if m.kind == "cuda":
-            return m.inspect_source()
-        return next((s for s in (source(i) for i in m.imports) if s), "")
-
-    src = source(ex.mod)
+    src = cuda_source(ex)
     if src:
         with target_for(variant):   # nvcc reads the arch from the current target
             nvcc.compile_cuda(src, target_format="cubin", arch=variant["target"].get("arch"),
@@ -323,7 +328,7 @@ def nvcc_compile(ex, v: Variant) -> None:
 
 
 REPRO_CODE = (target_for, import_pass, pipeline_for, build_for, vm_for, runnable_here,
-              _host_cpu_flags, gpu_available, nvcc_for)
+              _host_cpu_flags, gpu_available, cuda_source, nvcc_for)
 
 
 def load_vm(ex, v: Variant, workdir: str):
