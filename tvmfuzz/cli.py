@@ -351,8 +351,8 @@ def worker(broker, insecure_broker, concurrency, visibility_timeout, hostname, l
            tvm_python, env_version, jail_on):
     """A distributed-mode worker: runs the batches a `tvmfuzz run --broker` coordinator sends,
     each in a crash-isolated sandbox (Celery, prefork pool; TVM is never imported here)."""
-    _check_broker_url(broker, insecure_broker)
     tvm_python = _tvm_python(env_version, tvm_python)
+    _check_broker_url(broker, insecure_broker)
     from worker.celery_app import broker_refusal, make_app
 
     # A wrong password is one line now, not Celery retrying it forever; an unreachable Redis
