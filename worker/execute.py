@@ -266,12 +266,12 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
                     from .uninit import reads_uninitialized
 
                     index, text = diff
-                    key = reference.numeric_key(program, index)
-                    if reads_uninitialized(lambda: reference.flatten(_to_numpy(
-                            vm[program.entry](*[_tensor(a, v) for a in args]))), actual):
-                        key += " reading uninitialized memory"
+                    uninit = reads_uninitialized(lambda: reference.flatten(_to_numpy(
+                        vm[program.entry](*[_tensor(a, v) for a in args]))), actual)
                     return done(Outcome("fail", "numeric", "compare", "", text.split(";")[0],
-                                        "", text, extra={"numeric_key": key}), v)
+                                        "", text, extra={"numeric_key": reference.numeric_key(
+                                            program, index), "reads_uninitialized": uninit}),
+                                v)
             elif first is not None and exact and first[2]:
                 diff = reference.compare(program, first[1], actual)
                 if diff:

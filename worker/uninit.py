@@ -4,9 +4,9 @@ A wrong result that comes from reading uninitialized memory changes when that me
 something else. glibc fills every block ``malloc`` hands out with a chosen byte once
 ``mallopt(M_PERTURB, byte)`` is set; TVM's workspaces and the VM's storage come from it. So a
 numeric finding is run again with another fill: if the outputs move, the finding reads
-uninitialized memory, and its numeric key says so. A miscompile that reads memory it never
-wrote is still a TVM bug, but a different one from a wrong computation, and a reduction that
-slides from one to the other (removing a ``T.init``, say) is slippage, not progress.
+uninitialized memory, and the outcome records it (``extra["reads_uninitialized"]``). It stays
+out of the signature: TVM's workspace pool hands a rerun the memory the first run left, so the
+check can miss, and a signature must not change from one replay to the next.
 """
 from __future__ import annotations
 
