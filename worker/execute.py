@@ -168,12 +168,7 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
     extra_steps: list = []   # s_tir schedule steps a "scheduled" variant applied
 
     def done(o: Outcome, v: Variant = variants[0]) -> Outcome:
-        o.seconds = time.perf_counter() - t0
-        o.target = v.label()
-        o.extra.setdefault("variant", v.to_json())
-        if extra_steps:
-            o.extra.setdefault("schedule", list(extra_steps))
-        return o
+        return finish(o, t0, v, extra_steps)
 
     breadcrumb.mark(stage="materialize")
     try:
@@ -289,6 +284,16 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
         if rt:
             return done(Outcome("fail", "roundtrip", "roundtrip", rt[0], rt[1], "", rt[2]))
     return done(Outcome("pass"))
+
+
+def finish(o: Outcome, t0: float, v: Variant, steps: list) -> Outcome:
+    """Stamp an outcome of a Relax judge (program model or text) with its time, the variant it
+    failed under and the schedule steps a "scheduled" variant applied."""
+    o.seconds, o.target = time.perf_counter() - t0, v.label()
+    o.extra.setdefault("variant", v.to_json())
+    if steps:
+        o.extra.setdefault("schedule", list(steps))
+    return o
 
 
 def _record_schedule(steps: list) -> bool:

@@ -15,8 +15,8 @@ import time
 import numpy as np
 
 from . import breadcrumb
-from .execute import (Outcome, _fail, _record_schedule, _tensor, _to_numpy, pass_watch,
-                      roundtrip_problem, well_formed_verdict)
+from .execute import (Outcome, _fail, _record_schedule, _tensor, _to_numpy, finish,
+                      pass_watch, roundtrip_problem, well_formed_verdict)
 from .script_inputs import NoInputs, input_values, vm_arguments
 from .variants import Variant, build, gpu_available, load_vm
 
@@ -52,11 +52,7 @@ def judge_script(text: str, variants: list, input_seed: int = 0,
     steps: list = []   # s_tir schedule steps a "scheduled" variant applied
 
     def done(o: Outcome, v: Variant = variants[0]) -> Outcome:
-        o.seconds, o.target = time.perf_counter() - t0, v.label()
-        o.extra.setdefault("variant", v.to_json())
-        if steps:
-            o.extra.setdefault("schedule", list(steps))
-        return o
+        return finish(o, t0, v, steps)
 
     breadcrumb.mark(stage="parse")
     try:
