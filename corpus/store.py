@@ -186,23 +186,50 @@ def _v1_to_v2(db: sqlite3.Connection) -> None:
         note      TEXT NOT NULL,                -- the issue's URL, or why it is not a bug
         recorded  REAL NOT NULL
     );
-    """)
-    _rekey(db)
+    """)   # the bug ids are filled in by _rekey once the store is open (it reads the cases)
 
 
-def _rekey(db: sqlite3.Connection) -> None:
-    """Recompute every bucket's bug id and key from its representative finding's outcome (by
-    this tvmfuzz's ``bug_key``), inside the caller's transaction."""
-    for bid, sig, rep in db.execute("SELECT id, signature, rep_case FROM buckets").fetchall():
+def _finding_key(outcome: dict, prog: Optional[Program]) -> str:
+    """The bug key of one finding: ``fuzz.triage.root_key`` when its case can be read (a
+    finding a known-bug entry explains is that entry's bug), else ``bug_key``."""
+    from fuzz.triage import root_key
+
+    outcome = dict(outcome, verdict=outcome.get("verdict", "fail"))
+    if prog is not None:
+        try:
+            return root_key(prog, outcome)
+        except Exception:  # noqa: BLE001 - a case the triage cannot read: by outcome alone
+            pass
+    return bug_key(outcome)
+
+
+def _rekey(db: sqlite3.Connection, cases_dir: Optional[Path] = None) -> None:
+    """Recompute every bucket's bug id and key from its representative finding (its outcome,
+    and its case where ``cases_dir`` has it), inside the caller's transaction. A verdict a
+    user recorded on a bug follows it to its new id when all of that bug's buckets land in
+    one bug."""
+    moved: dict[str, set] = {}
+    for bid, sig, rep, old in db.execute(
+            "SELECT id, signature, rep_case, bug_id FROM buckets").fetchall():
         outcome = db.execute("SELECT outcome FROM findings WHERE bucket_id=? ORDER BY "
                              "case_hash = ? DESC, id LIMIT 1", (bid, rep)).fetchone()
         outcome = outcome[0] if outcome else None
+        prog = None
+        if cases_dir is not None and rep:
+            try:
+                prog = Program.loads((cases_dir / rep[:2] / f"{rep}.json").read_text())
+            except (OSError, ValueError, KeyError, TypeError):
+                prog = None
         try:
-            key = bug_key(json.loads(outcome)) if outcome else ""
+            key = _finding_key(json.loads(outcome), prog) if outcome else ""
         except ValueError:
             key = ""
         key = key or f"signature | {sig}"   # no outcome kept: a bug of its own
+        moved.setdefault(old, set()).add(bug_id(key))
         db.execute("UPDATE buckets SET bug_id=?, bug_key=? WHERE id=?", (bug_id(key), key, bid))
+    for old, new in moved.items():
+        if old and len(new) == 1 and old not in new:
+            db.execute("UPDATE OR IGNORE verdicts SET bug_id=? WHERE bug_id=?", (new.pop(), old))
     db.execute("INSERT INTO state (key, value) VALUES ('bug_key_version', ?) "
                "ON CONFLICT(key) DO UPDATE SET value=excluded.value", (str(BUG_KEY_VERSION),))
 
@@ -337,7 +364,7 @@ class Corpus:
         if self._db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
             self._write(body)
         if self.get_state("bug_key_version") != BUG_KEY_VERSION:
-            self._write(lambda: _rekey(self._db))
+            self._write(lambda: _rekey(self._db, self.cases_dir))
 
     @property
     def schema_version(self) -> int:
@@ -413,8 +440,7 @@ class Corpus:
         if not sig:
             raise ValueError("a passing outcome is not a finding (empty signature)")
         bid = signature_id(sig)
-        key = bug_key(dict(outcome, verdict=outcome.get("verdict", "fail"))) \
-            or f"signature | {sig}"
+        key = _finding_key(outcome, prog) or f"signature | {sig}"
         if tvm_version is None or tvmfuzz_version is None:
             v = versions()
             tvm_version = tvm_version or v["tvm"]

@@ -18,6 +18,7 @@ one behaviour whatever the op (shared/bug-classes.md, class 3). ``bug_id`` names
 from __future__ import annotations
 
 import hashlib
+import posixpath
 import re
 
 _DTYPE = (r"(?:bfloat16|float(?:8|16|32|64)|u?int(?:1|4|8|16|32|64)|bool|e[45]m[23]\w*)"
@@ -37,7 +38,7 @@ _OFFENDING = re.compile(r"Offending call:\s*R\.([\w.]+)\(")
 CODEGEN_REFUSAL = "cannot emit this Relax operator directly"
 
 # Bumped whenever bug_key's definition changes: a corpus then recomputes its buckets' bug ids.
-BUG_KEY_VERSION = 3
+BUG_KEY_VERSION = 4
 
 # --- names ---------------------------------------------------------------------------------
 PLACEHOLDER = "$"
@@ -226,6 +227,7 @@ def bug_key(outcome: dict) -> str:
         return ""
     kind = outcome.get("kind", "")
     site = re.sub(r":\d+$", "", outcome.get("throw_site", "") or "")
+    site = posixpath.normpath(site) if site else ""   # dir/../file.h is one file
     # A near-valid mutant's build failure (verifier_build) that ends in a check or error TVM
     # also reaches from valid programs (a crash) is that crash's bug: one key for both. Not
     # CodeGenVM's clear refusal: expected of a mutant, a bug on a valid program.

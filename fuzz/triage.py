@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-from .signature import CODEGEN_REFUSAL
+from .signature import CODEGEN_REFUSAL, bug_key
 
 NEW, KNOWN, EXPECTED = "new", "known", "expected"
 STATUSES = (NEW, KNOWN, EXPECTED)
@@ -202,6 +202,17 @@ def auto_status(prog, outcome: dict) -> tuple[str, str]:
     return NEW, "matches no known TVM bug" + (
         f"; near-valid mutant ({'; '.join(broke)}), and the failure is not TVM's intended "
         "refusal" if broke else "")
+
+
+def root_key(prog, outcome: dict) -> str:
+    """The key of the bug a finding belongs to. A finding a known-bug entry explains belongs to
+    that entry's bug, whatever symptom or output op it shows (one known root cause met as a
+    crash of one op and a shape mismatch or wrong result of another is one bug, not one per
+    symptom); every other finding to ``bug_key(outcome)``."""
+    status, why = auto_status(prog, outcome)
+    if status == KNOWN:
+        return f"known | {why}"
+    return bug_key(outcome)
 
 
 def user_status(verdict: Optional[dict]) -> Optional[tuple[str, str]]:

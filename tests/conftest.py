@@ -7,6 +7,10 @@ from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+# Subprocesses the tests start (`python -m tvmfuzz`, repro.py) import this checkout too, not
+# whichever tvmfuzz an editable install elsewhere points at.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 
 # Property tests compile real TVM modules: examples are slow, so no deadline, few examples by
 # default. The default draws the same examples every run: a property test over real TVM finds

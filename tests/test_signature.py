@@ -224,3 +224,14 @@ def test_a_failed_compiler_run_is_named_by_the_compiler_s_first_error():
     assert first_message_line(cuda) == 'Compilation error: identifier "hnearbyint" is undefined'
     assert first_message_line("Check failed: (x) is false:\nmore") == \
         "Check failed: (x) is false:"
+
+
+def test_a_header_reached_through_two_directories_is_one_throw_site():
+    from fuzz.signature import bug_key
+
+    def crash(site):
+        return {"verdict": "fail", "kind": "crash", "stage": "build", "error_type": "TypeError",
+                "message": "Binary operators must have the same datatype", "throw_site": site}
+    a = crash("src/relax/op/distributed/../op_common.h:120")
+    b = crash("src/relax/op/tensor/../op_common.h:120")
+    assert bug_key(a) == bug_key(b) and "src/relax/op/op_common.h" in bug_key(a)

@@ -432,6 +432,7 @@ def replay(case, fmt, times, timeout, tvm_python, env_version, jail_on):
                    f"reproduced {result['reproduced']}/{result['times']}")
         if result["signature"]:
             click.echo(f"signature: {result['signature']}")
+            click.echo(f"bug: {result['bug_id']} ({result['status']}: {result['reason']})")
             click.echo(f"message: {result['message']}")
     sys.exit(0)
 

@@ -22,7 +22,7 @@ from typing import Callable, Optional
 from fuzz.choice import RandomChooser
 from fuzz.generate import generate
 
-from fuzz.signature import bug_id, bug_key, short
+from fuzz.signature import bug_id, short
 from .variants import BASE, nvcc_available, random_variant
 
 NEAR_VALID_SHARE = 0.15
@@ -207,13 +207,14 @@ class Stats:
             sig = outcome.get("signature", "")
             entry = self.signatures.setdefault(sig, [0, prog.meta.get("seed")])
             entry[0] += 1
-            bug = self.bugs.setdefault(bug_id(outcome), {
-                "key": bug_key(outcome), "count": 0, "first_seed": prog.meta.get("seed"),
+            from fuzz.triage import auto_status, root_key
+
+            key = root_key(prog, outcome)
+            bug = self.bugs.setdefault(bug_id(key), {
+                "key": key, "count": 0, "first_seed": prog.meta.get("seed"),
                 "signatures": {}})
             bug["count"] += 1
             if sig not in bug["signatures"]:   # the status of a signature's first finding
-                from fuzz.triage import auto_status
-
                 bug["signatures"][sig] = auto_status(prog, outcome)
 
     def bug_list(self) -> list[dict]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import re
 import time
+import posixpath
 import traceback
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
@@ -55,7 +56,8 @@ def tvm_throw_site(exc: BaseException) -> str:
     for fr in reversed(traceback.extract_tb(exc.__traceback__)):
         fn = fr.filename.replace("\\", "/")
         if "/src/" in fn and not fn.endswith(".py") and not fn.endswith(".pxi"):
-            return f"{fn[fn.index('/src/') + 1:]}:{fr.lineno}"
+            # src/relax/op/distributed/../op_common.h is src/relax/op/op_common.h: one file
+            return f"{posixpath.normpath(fn[fn.index('/src/') + 1:])}:{fr.lineno}"
     return ""
 
 

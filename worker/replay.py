@@ -8,6 +8,9 @@ from pathlib import Path
 
 import click
 
+from fuzz.signature import bug_id, bug_key, signature_id
+from fuzz.triage import NEW, auto_status, root_key
+
 from .sandbox_runner import SandboxRunner, outcome_from_result
 from .user_input import InputError, read_input
 
@@ -24,6 +27,20 @@ def load_job(path: Path) -> dict:
     return {"kind": "script", "text": value}
 
 
+def _bug(path: Path, job: dict, outcome: dict) -> dict:
+    """The bug a failing outcome belongs to (id, key) and its status with the reason, as the
+    corpus and campaigns would file it; a TVMScript file has no case to match known bugs on."""
+    if outcome.get("verdict") != "fail":
+        return {"bug_id": "", "bug_key": "", "status": "", "reason": ""}
+    if job["kind"] == "case":
+        prog = read_input(path)[1]
+        key, (status, why) = root_key(prog, outcome), auto_status(prog, outcome)
+    else:
+        key, status, why = bug_key(outcome), NEW, "a user's TVMScript file: not matched " \
+            "against known bugs (they are matched on generated cases)"
+    return {"bug_id": bug_id(key), "bug_key": key, "status": status, "reason": why}
+
+
 def replay_file(path: Path, times: int = 3, timeout: float = 120.0,
                 python: str = sys.executable, jail=None) -> dict:
     job = load_job(path)
@@ -34,8 +51,11 @@ def replay_file(path: Path, times: int = 3, timeout: float = 120.0,
         runner.close()
     first = outcomes[0]
     sigs = collections.Counter(o.get("signature", "") for o in outcomes)
+    bug = _bug(path, job, first)
     return {"file": str(path), "verdict": first["verdict"], "kind": first.get("kind", ""),
             "stage": first.get("stage", ""), "signature": first.get("signature", ""),
+            "signature_id": signature_id(first["signature"]) if first.get("signature") else "",
+            **bug,
             "message": first.get("message", ""), "throw_site": first.get("throw_site", ""),
             "reproduced": sigs[first.get("signature", "")], "times": times,
             "signatures": dict(sigs), "outcome": first}

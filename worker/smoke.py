@@ -20,7 +20,7 @@ from typing import Callable, Optional
 from xml.sax.saxutils import escape, quoteattr
 
 from .campaign import make_case, save_case
-from fuzz.signature import bug_id, bug_key, short, signature_id
+from fuzz.signature import bug_id, short, signature_id
 from fuzz.triage import ORDER, combine
 
 BASELINE_VERSION = 1
@@ -94,7 +94,7 @@ def run_smoke(budget_s: float, out_dir: Path, seed: int = 0, cases: Optional[int
     from importlib.metadata import version
 
     from .sandbox_runner import SandboxRunner
-    from fuzz.triage import auto_status
+    from fuzz.triage import auto_status, root_key
 
     known, known_bugs = _read_baseline(baseline)
     verdicts = _user_verdicts(corpus)
@@ -123,10 +123,11 @@ def run_smoke(budget_s: float, out_dir: Path, seed: int = 0, cases: Optional[int
                 if sid not in found:
                     stem = save_case(out_dir, prog, outcome, runner.scripts([prog])[0])
                     status, why = auto_status(prog, outcome)
+                    key = root_key(prog, outcome)
                     found[sid] = {"signature": outcome["signature"], "outcome": outcome,
                                   "case": str(stem.with_suffix(".json")), "seed": prog.meta["seed"],
-                                  "count": 0, "bug_id": bug_id(outcome),
-                                  "bug_key": bug_key(outcome), "status": status, "reason": why}
+                                  "count": 0, "bug_id": bug_id(key),
+                                  "bug_key": key, "status": status, "reason": why}
                 found[sid]["count"] += 1
             s += n
     finally:
