@@ -56,12 +56,6 @@ def judge_exception(e, expect):
 
 def main():
     expect = CASE["expect"]
-    if CASE.get("pipeline") == "call_tir":
-        # tvmfuzz found it calling the PrimFunc from Relax (R.call_tir, relax.build); this
-        # script builds with tvm.tirx.build only, so it cannot say either way.
-        print("not reproducible by this script: the finding needs the PrimFunc called from "
-              "Relax through R.call_tir (tvmfuzz replay case.json does that)")
-        return 2
     if expect["kind"] in ("signal", "hang") and "--child" not in sys.argv:
         # The bug kills the process: watch a child from outside.
         import signal, subprocess
@@ -110,11 +104,24 @@ BODY = '''        if CASE["schedule"]:
             ns, _, attr = name.rpartition(".")
             mod = getattr({"tirx": tvm.tirx.transform, "s_tir": tvm.s_tir.transform}[ns],
                           attr)()(mod)
-        lib = tvm.tirx.build(mod, target=target)
         inputs = arrays(CASE["inputs"])
-        args = [tvm.runtime.tensor(inputs[n]) for n in CASE["params"]]
-        lib[CASE["name"]](*args)
-        got = {n: a.numpy() for n, a in zip(CASE["params"], args)}
+        if CASE.get("pipeline") == "call_tir":
+            # As tvmfuzz found it: the PrimFunc called from a Relax main through R.call_tir,
+            # built by relax.build and run on the Relax VM.
+            ins, outs = CASE["call_tir"]["ins"], CASE["call_tir"]["outs"]
+            with tvm.transform.PassContext(opt_level=CASE["opt_level"]):
+                built = tvm.relax.build(call_tir_module(mod[CASE["name"]], CASE["name"], ins,
+                                                        outs), target)
+            vm = tvm.relax.VirtualMachine(built, tvm.cpu())
+            res = vm["main"](*[tvm.runtime.tensor(inputs[n]) for n, _, _ in ins])
+            res = [res] if len(outs) == 1 else list(res)
+            got = dict(inputs)
+            got.update({n: r.numpy() for (n, _, _), r in zip(outs, res)})
+        else:
+            lib = tvm.tirx.build(mod, target=target)
+            args = [tvm.runtime.tensor(inputs[n]) for n in CASE["params"]]
+            lib[CASE["name"]](*args)
+            got = {n: a.numpy() for n, a in zip(CASE["params"], args)}
     except Exception as e:  # noqa: BLE001
         return judge_exception(e, expect)
     if expect["kind"] != "numeric":
@@ -160,6 +167,12 @@ def tir_repro_text(prog, script: str, outcome: dict, variant: Optional[dict] = N
             "pipeline": variant.get("pipeline", "tir"),
             "expect": {k: outcome.get(k, "") for k in ("kind", "stage", "message", "signature")}}
     case["schedule"] = trace or ""
+    case["opt_level"] = int(target.get("opt-level", 3))
+    if case["pipeline"] == "call_tir":
+        from worker.tir_execute import _call_tir_params
+
+        ins, outs = _call_tir_params(prog, list(prog.meta.get("outputs") or []))
+        case["call_tir"] = {"ins": ins, "outs": outs}
     if outcome.get("kind") == "numeric":
         want = TR.run(prog, {k: a.copy() for k, a in inputs.items()})
         case["expected"] = _npz(want)
@@ -172,6 +185,12 @@ def tir_repro_text(prog, script: str, outcome: dict, variant: Optional[dict] = N
     from fuzz.tir.render import SCRIPT_HEADER
 
     text = script.removeprefix(SCRIPT_HEADER)
+    import inspect
+
+    from worker.tir_execute import call_tir_module
+
     head = HEADER.format(title=title, pip=f"apache-tvm=={ver} numpy" if ver else "apache-tvm numpy",
                          script=repr(text), case=repr(json.dumps(case)))
-    return head + BODY
+    # The worker's own R.call_tir wrapper, verbatim: the repro builds what the finding built.
+    return head.replace("\n\ndef arrays(blob):", "\n\n" + inspect.getsource(call_tir_module)
+                        + "\n\ndef arrays(blob):", 1) + BODY

@@ -306,3 +306,16 @@ def test_a_repro_that_breaks_itself_exits_2_never_1(tmp_path, capsys):
         r = fresh_run(broken)
         assert r.returncode == 2, r.stdout[-2000:] + r.stderr[-2000:]
         assert "NameError" in r.stderr and "not the bug" in r.stdout
+
+
+def test_tir_repro_of_a_call_tir_finding_builds_through_relax(tmp_path, capsys):
+    """A PrimFunc that builds alone but crashes relax.build when called through R.call_tir
+    (RewriteDataflowReshape's HasReshapePattern wants a block body; a reduced campaign case):
+    its repro.py wraps it in a Relax main as the worker did, instead of giving up (exit 2)."""
+    case = Path(__file__).parent / "data" / "tir_call_tir_crash.json"
+    out = tmp_path / "rep"
+    rc, text = _cli(["report", str(case), "--out", str(out), "--no-bisect"], capsys)
+    assert rc == 0 and "RewriteDataflowReshape" in text, text
+    r = fresh_run(out / "repro.py")
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "REPRODUCED" in r.stdout and "SBlockRealizeNode" in r.stdout

@@ -329,28 +329,46 @@ def _same(a, b) -> bool:
     return a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=True))
 
 
+def call_tir_module(func, name, ins, outs):
+    """A Relax module whose ``main`` calls the PrimFunc ``func`` through ``R.call_tir``:
+    ``ins`` and ``outs`` are ``[name, shape, dtype]`` of its input and output parameters.
+    Uses nothing but TVM (reducer/tir_repro.py writes this source into repro.py as it is) and
+    spells both releases' Relax types (0.25's struct info, 0.26+'s types)."""
+    import inspect
+
+    from tvm import relax
+
+    ty = relax.TensorStructInfo if hasattr(relax, "TensorStructInfo") else relax.TensorType
+    out_kw = "out_ty" if "out_ty" in inspect.signature(relax.op.call_tir).parameters \
+        else "out_sinfo"
+    bb = relax.BlockBuilder()
+    gv = bb.add_func(func.without_attr("global_symbol"), name)
+    params = [relax.Var(n, ty([int(d) for d in shape], dtype)) for n, shape, dtype in ins]
+    out_tys = [ty([int(d) for d in shape], dtype) for _, shape, dtype in outs]
+    with bb.function("main", params):
+        with bb.dataflow():
+            res = bb.emit(relax.op.call_tir(
+                gv, params, **{out_kw: out_tys if len(outs) > 1 else out_tys[0]}))
+            res = bb.emit_output(res)
+        bb.emit_func_output(res)
+    return bb.get()
+
+
+def _call_tir_params(prog, outs: list) -> tuple[list, list]:
+    ins = [[p.name, list(p.shape), p.dtype] for p in prog.params if p.name not in outs]
+    return ins, [[o, list(prog.param(o).shape), prog.param(o).dtype] for o in outs]
+
+
 def _build_call_tir(mod, prog, outs: list, v: Variant, watch):
     """A Relax ``main`` that calls the PrimFunc with ``R.call_tir``, built by relax.build."""
     import tvm
     from tvm import relax
 
-    from fuzz import compat
-
-    bb = relax.BlockBuilder()
-    gv = bb.add_func(mod[prog.name].without_attr("global_symbol"), prog.name)
-    ins = [p for p in prog.params if p.name not in outs]
-    params = [relax.Var(p.name, compat.tensor_type([int(d) for d in p.shape], p.dtype))
-              for p in ins]
-    out_tys = [compat.tensor_type(list(prog.param(o).shape), prog.param(o).dtype) for o in outs]
-    with bb.function("main", params):
-        with bb.dataflow():
-            res = bb.emit(compat.call_tir(gv, params, out_tys if len(outs) > 1 else out_tys[0]))
-            res = bb.emit_output(res)
-        bb.emit_func_output(res)
     target = tvm_target(v)
     with tvm.transform.PassContext(opt_level=int(v.target.get("opt-level", 3)),
                                    instruments=[watch]):
-        return relax.build(bb.get(), target)
+        return relax.build(call_tir_module(mod[prog.name], prog.name,
+                                           *_call_tir_params(prog, outs)), target)
 
 
 def _run_call_tir(built, prog, inputs: dict, outs: list) -> dict:
