@@ -319,3 +319,16 @@ def test_tir_repro_of_a_call_tir_finding_builds_through_relax(tmp_path, capsys):
     r = fresh_run(out / "repro.py")
     assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
     assert "REPRODUCED" in r.stdout and "SBlockRealizeNode" in r.stdout
+
+
+def test_repro_of_an_out_of_memory_finding_reproduces_without_the_sandbox_cap(tmp_path, capsys):
+    """split past the end of its axis: under the sandbox's memory cap the case runs out of
+    memory (kind oom); repro.py, without the cap, sees the same allocation fail as
+    std::bad_alloc, which is that finding (it used to exit 2, 'a different failure')."""
+    case = Path(__file__).parent / "data" / "relax_split_oom.json"
+    out = tmp_path / "rep"
+    rc, text = _cli(["report", str(case), "--out", str(out), "--no-bisect"], capsys)
+    assert rc == 0 and "oom | " in text, text
+    r = fresh_run(out / "repro.py")
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "BUG REPRODUCED" in r.stdout and "bad_alloc" in r.stdout
