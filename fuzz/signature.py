@@ -215,6 +215,9 @@ def signature(outcome: dict) -> str:
 
 _ROOT_KIND = {"verifier_build": "crash"}
 _MEMORY_SIGNALS = {"SIGSEGV", "SIGABRT", "SIGBUS"}
+# A round trip's message ends with the access path of what differs or is undefined.
+_ROUNDTRIP_FIELD = re.compile(r"(?:round trip changes the PrimFunc|undefined variable \$) at "
+                              r"\.\.\.(\w+)\.?$")
 _UNKNOWN_INTRINSIC = re.compile(r"unknown intrinsic Op\(tirx\.\w+\)")
 
 
@@ -241,6 +244,13 @@ def bug_key(outcome: dict) -> str:
         # the next: those are one class; SIGFPE, SIGILL... stay themselves.
         sig = outcome.get("error_type", "")
         parts.append("memory fault" if sig in _MEMORY_SIGNALS else sig)
+    elif kind == "roundtrip" and _ROUNDTRIP_FIELD.search(
+            normalize_message(outcome.get("message", ""))):
+        # The printer mishandles one field (elem_offset=0 dropped beside offset_factor): the
+        # text parses to another function, or names a variable it never defines, depending
+        # on where the buffer is declared. One printer bug, whichever symptom.
+        field = _ROUNDTRIP_FIELD.search(normalize_message(outcome.get("message", ""))).group(1)
+        parts.append(f"the printed text loses or changes {field}")
     else:
         msg = normalize_message(outcome.get("message", ""))
         a, b = check_condition(msg)

@@ -235,3 +235,23 @@ def test_a_header_reached_through_two_directories_is_one_throw_site():
     a = crash("src/relax/op/distributed/../op_common.h:120")
     b = crash("src/relax/op/tensor/../op_common.h:120")
     assert bug_key(a) == bug_key(b) and "src/relax/op/op_common.h" in bug_key(a)
+
+
+def test_one_printer_field_lost_two_ways_is_one_bug():
+    """elem_offset=0 beside offset_factor=4 is not printed: a parameter parses back with
+    another elem_offset, a decl_buffer's text names an undefined elem_offset (the messages of
+    two campaign findings, reduced)."""
+    from fuzz.signature import bug_key
+
+    def rt(etype, message):
+        return {"verdict": "fail", "kind": "roundtrip", "stage": "roundtrip",
+                "error_type": etype, "message": message}
+    param = rt("ValueError", "print/parse round trip changes the PrimFunc at "
+               "params[0].ty.elem_offset")
+    decl = rt("DiagnosticError", "printed PrimFunc does not parse: ValueError: Invalid use of "
+              "undefined variable elem_offset at <root>.functions[I.GlobalVar(\"main\")]"
+              ".body.buffer.elem_offset.")
+    other = rt("DiagnosticError", "printed PrimFunc does not parse: 'Var' object has no "
+               "attribute 'partition'")
+    assert bug_key(param) == bug_key(decl) and "elem_offset" in bug_key(param)
+    assert bug_key(other) != bug_key(param)
