@@ -219,6 +219,7 @@ _MEMORY_SIGNALS = {"SIGSEGV", "SIGABRT", "SIGBUS"}
 _ROUNDTRIP_FIELD = re.compile(r"(?:round trip changes the PrimFunc|undefined variable \$) at "
                               r"\.\.\.(\w+)\.?$")
 _UNKNOWN_INTRINSIC = re.compile(r"unknown intrinsic Op\(tirx\.\w+\)")
+_UNRESOLVED_MATH = re.compile(r"Unresolved call Op\(tirx\.(?!tvm_)\w+\)")
 
 
 def bug_key(outcome: dict) -> str:
@@ -261,6 +262,10 @@ def bug_key(outcome: dict) -> str:
             # LLVM's "unknown intrinsic Op(tirx.acos)": one missing lowering (of the float16
             # math intrinsics), whichever intrinsic a program reaches first.
             msg = _UNKNOWN_INTRINSIC.sub("unknown intrinsic Op(tirx.*)", msg)
+            # The C and CUDA source generators' "Unresolved call Op(tirx.asinh)": the same
+            # missing lowering of a math intrinsic, whichever the program reaches first (not
+            # TVM's own builtins, tvm_call_packed & co., which are other bugs).
+            msg = _UNRESOLVED_MATH.sub("Unresolved call Op(tirx.<math intrinsic>)", msg)
             parts.append(f"{outcome.get('error_type', '')}: {msg}".lstrip(": "))
         if CODEGEN_REFUSAL not in msg:
             parts.append(_offending_op(outcome))

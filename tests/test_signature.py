@@ -255,3 +255,14 @@ def test_one_printer_field_lost_two_ways_is_one_bug():
                "attribute 'partition'")
     assert bug_key(param) == bug_key(decl) and "elem_offset" in bug_key(param)
     assert bug_key(other) != bug_key(param)
+
+
+def test_c_codegen_missing_math_intrinsics_are_one_bug_and_builtins_another():
+    from fuzz.signature import bug_key
+
+    def c(op):
+        return {"verdict": "fail", "kind": "crash", "stage": "build",
+                "error_type": "InternalError", "message": f"Unresolved call Op(tirx.{op})",
+                "throw_site": "src/target/source/codegen_c.cc:700"}
+    assert bug_key(c("asinh")) == bug_key(c("acos"))
+    assert bug_key(c("tvm_call_packed")) != bug_key(c("acos"))
