@@ -210,7 +210,18 @@ def signature(outcome: dict) -> str:
     else:
         parts.append(normalize_message(outcome.get("message", "")))
         parts.append(_offending_op(outcome))
+        parts.append(_native_frame(outcome))
     return " | ".join(p for p in parts if p) + _suffix(outcome, outcome.get("throw_site", ""))
+
+
+def _native_frame(outcome: dict) -> str:
+    """Where in TVM's C++ a death by signal happened (the innermost ``tvm::`` frame of
+    tvm-ffi's segfault backtrace), outside the run stage: there the fault is in generated code
+    or, after memory damage, wherever the damage is met, which varies from run to run."""
+    if outcome.get("kind") != "signal" or outcome.get("stage") == "run":
+        return ""
+    frames = (outcome.get("extra") or {}).get("native_frames") or []
+    return f"in {frames[0]}" if frames else ""
 
 
 _ROOT_KIND = {"verifier_build": "crash"}
@@ -245,6 +256,12 @@ def bug_key(outcome: dict) -> str:
         # the next: those are one class; SIGFPE, SIGILL... stay themselves.
         sig = outcome.get("error_type", "")
         parts.append("memory fault" if sig in _MEMORY_SIGNALS else sig)
+        # Two different segfaults are two bugs: where no pass or primitive names the place,
+        # the frame does. Where one does, not the frame: memory damage inside one primitive
+        # ends by SIGSEGV in it one run (a frame) and by glibc's SIGABRT the next (none).
+        extra = outcome.get("extra") or {}
+        if not extra.get("failing_pass") and not _primitive(outcome):
+            parts.append(_native_frame(outcome))
     elif kind == "roundtrip" and _ROUNDTRIP_FIELD.search(
             normalize_message(outcome.get("message", ""))):
         # The printer mishandles one field (elem_offset=0 dropped beside offset_factor): the

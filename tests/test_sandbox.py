@@ -3,6 +3,7 @@ its kind and the next case still runs and passes."""
 import os
 import signal
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -126,6 +127,25 @@ def test_a_death_names_its_stage_variant_and_python_stack():
         assert o["extra"]["python_stack"][0].startswith("worker/execute.py:")
 
 
+def test_a_segfault_in_tvms_cpp_names_its_native_frame():
+    """A reindex that segfaults inside TVM (a campaign finding): tvm-ffi's native backtrace
+    names the C++ function, and the finding keeps it; a segfault in generated code (run)
+    has no such frame."""
+    from worker.sandbox_runner import SandboxRunner, native_frames
+    from worker.user_input import read_input
+
+    kind, prog = read_input(Path(__file__).parent / "data" / "tir_reindex_segfault.json")
+    runner = SandboxRunner(timeout=120)
+    try:
+        out = runner(prog)
+    finally:
+        runner.close()
+    assert out["kind"] == "signal" and out["stage"] == "schedule", out
+    assert out["extra"]["native_frames"][0] == "tvm::s_tir::ReIndex"
+    assert "| in tvm::s_tir::ReIndex [primitive reindex]" in out["signature"]
+    assert native_frames("Fatal Python error: Segmentation fault\n") == []
+
+
 def test_a_segfault_inside_a_schedule_primitive_names_the_step():
     from worker import tir_schedule as TS
     from worker.sandbox_runner import outcome_from_result
@@ -139,9 +159,13 @@ def test_a_segfault_inside_a_schedule_primitive_names_the_step():
     assert res["status"] == "signal", res
     sig = res["signal_name"]   # a corrupted heap: SIGSEGV, or glibc's SIGABRT, run to run
     assert sig in ("SIGSEGV", "SIGABRT")
-    assert out["signature"] == (f"signal | schedule | {sig} | killed by {sig} in schedule "
-                                "[primitive loop_partition]")
+    frame = " | in tvm::s_tir::LoopPartition" if sig == "SIGSEGV" else ""
+    assert out["signature"] == (f"signal | schedule | {sig} | killed by {sig} in schedule"
+                                f"{frame} [primitive loop_partition]")
+    # the primitive names the bug, not the frame (a SIGABRT has none)
     assert bug_key(out) == "signal | schedule | memory fault [primitive loop_partition]"
+    if sig == "SIGSEGV":   # tvm-ffi's native backtrace
+        assert out["extra"]["native_frames"][0] == "tvm::s_tir::LoopPartition"
     assert out["extra"]["failing_step"] == bug["steps"][1]
     assert out["extra"]["schedule"] == bug["steps"]    # what a replay must apply, in order
     assert any("loop_partition" in f for f in out["extra"]["python_stack"])

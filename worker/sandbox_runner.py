@@ -52,6 +52,9 @@ def outcome_from_result(res: dict, target: str = "llvm") -> dict:
     stack = python_stack(res.get("stderr_tail", ""))
     if stack:
         extra["python_stack"] = stack
+    native = native_frames(res.get("stderr_tail", ""))
+    if native:
+        extra["native_frames"] = native
     out = {"verdict": "fail", "kind": kind, "stage": where.get("stage") or "sandbox",
            "error_type": err, "message": message, "throw_site": "",
            "detail": res.get("stderr_tail", "")[-4000:], "seconds": res.get("seconds", 0.0),
@@ -76,6 +79,30 @@ def python_stack(stderr: str, depth: int = 8) -> list[str]:
                 break
         frames.append(f"{path}:{line} {func}")
     return frames
+
+
+_NATIVE = re.compile(r'^\s*File "[^"]*", line \d+, in (.+)$', re.M)
+
+
+def native_frames(stderr: str, depth: int = 3) -> list[str]:
+    """The innermost frames in TVM's own C++ (``tvm::...``, not the FFI's plumbing) of the
+    native backtrace tvm-ffi prints on a segfault ("Segfault encountered"), as qualified
+    function names without their parameter lists, most recent first. Empty when the fault
+    was in generated code (no symbols) or the process died otherwise."""
+    marker = stderr.rfind("Segfault encountered")
+    if marker < 0:
+        return []
+    out = []
+    for func in _NATIVE.findall(stderr[marker:]):
+        func = func.strip()
+        if not func.startswith("tvm::") or func.startswith("tvm::ffi::"):
+            continue
+        name = func.split("(", 1)[0]
+        if name not in out:
+            out.append(name)
+        if len(out) == depth:
+            break
+    return out
 
 
 class SandboxRunner:
