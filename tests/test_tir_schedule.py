@@ -367,3 +367,23 @@ def test_the_noise_patterns_match_what_tvm_says(order, pattern):
         tp.apply_passes(ts.matmul_module(), order, "llvm")
     assert pattern in str(info.value)
     assert tp.is_phase_ordering_noise(str(info.value), order)
+
+
+def test_relax_scheduled_build_names_tvms_refusals_as_noise():
+    """A random schedule that vectorizes a loop of symbolic extent meets VectorizeLoop's
+    stated refusal on x86 (no scalable vectors): the Relax "scheduled" variant calls it noise,
+    as the TIR campaign does, instead of a new bug."""
+    from fuzz.model import Block, Function, Node, Param, Program, TensorTy
+    from worker.execute import compile_and_run
+
+    t = TensorTy(["n", 16], "float32")
+    base = {"target": {"kind": "llvm"}, "pipeline": "default", "passes": [],
+            "exec_mode": "bytecode"}
+    sched = {"target": {"kind": "llvm", "opt-level": 2}, "pipeline": "scheduled", "passes": [],
+             "exec_mode": "bytecode", "schedule_seed": 20}   # vectorizes the n loop
+    prog = Program([Function("main", [Param("x", t), Param("y", t)], [Block(True, [
+        Node("v1", "relax.add", ["x", "y"], {}, t), Node("v2", "relax.exp", ["v1"], {}, t)])],
+        "v2")], "main", {"mode": "valid", "seed": 0, "variants": [base, sched]})
+    o = compile_and_run(prog, prog.meta["variants"])
+    assert "Failed to vectorize loop with extent" in o.message
+    assert (o.verdict, o.kind) == ("rejected", "schedule_noise")

@@ -213,6 +213,10 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
                 if not wf:
                     # Verifier and build agree the program is wrong: a mutant's expected end.
                     return done(_fail("build", e, kind="rejected", verdict="rejected"), v)
+                if v.pipeline == "scheduled" and _schedule_noise(e):
+                    # A lowering precondition no s_tir primitive checks (nested parallel
+                    # loops, a vectorized loop of symbolic extent): TVM's stated refusal.
+                    return done(_fail("build", e, kind="schedule_noise", verdict="rejected"), v)
                 if watch.ill_formed_after:
                     # The crash follows a pass that broke the IR: that pass is the culprit.
                     return done(_fail("build", e, kind="pass_ill_formed",
@@ -296,6 +300,12 @@ def finish(o: Outcome, t0: float, v: Variant, steps: list) -> Outcome:
     if steps:
         o.extra.setdefault("schedule", list(steps))
     return o
+
+
+def _schedule_noise(e: BaseException) -> bool:
+    from .tir_schedule import is_schedule_noise
+
+    return is_schedule_noise(str(e))
 
 
 def _record_schedule(steps: list) -> bool:
