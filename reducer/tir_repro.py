@@ -42,6 +42,20 @@ SCRIPT = {script}
 CASE = json.loads({case})
 
 
+def tvm_pass(name):
+    """A pass as tvmfuzz names it: namespace.Constructor, literal arguments in brackets."""
+    import ast
+    ns, _, call = name.partition(".")
+    ctor, _, args = call.rstrip(")").partition("(")
+    argv = []
+    for a in filter(None, (a.strip() for a in args.split(","))):
+        try:
+            argv.append(ast.literal_eval(a))
+        except (ValueError, SyntaxError):
+            argv.append(a)   # ThreadSync(shared): a bare word
+    return getattr({{"tirx": tvm.tirx.transform, "s_tir": tvm.s_tir.transform}}[ns], ctor)(*argv)
+
+
 def arrays(blob):
     return dict(np.load(io.BytesIO(zlib.decompress(base64.b64decode(blob)))))
 
@@ -100,11 +114,16 @@ BODY = '''        if CASE["schedule"]:
         return 0
     try:
         target = tvm.target.Target(CASE["target"])
-        for name in CASE["passes"]:
-            ns, _, attr = name.rpartition(".")
-            mod = getattr({"tirx": tvm.tirx.transform, "s_tir": tvm.s_tir.transform}[ns],
-                          attr)()(mod)
         inputs = arrays(CASE["inputs"])
+        if CASE["passes"]:
+            # tvmfuzz's pass order (the random one, then what TVM's default pipeline has left
+            # after it), on the module with its target bound, then code generation only.
+            host = target.host or (target if target.kind.name in ("llvm", "c") else "llvm")
+            with tvm.transform.PassContext(opt_level=CASE["opt_level"]):
+                mod = tvm.tirx.transform.BindTarget(target.with_host(host))(mod)
+                for name in CASE["passes"]:
+                    mod = tvm_pass(name)(mod)
+                lib = finish_build(mod, target)
         if CASE.get("pipeline") == "call_tir":
             # As tvmfuzz found it: the PrimFunc called from a Relax main through R.call_tir,
             # built by relax.build and run on the Relax VM.
@@ -118,7 +137,9 @@ BODY = '''        if CASE["schedule"]:
             got = dict(inputs)
             got.update({n: r.numpy() for (n, _, _), r in zip(outs, res)})
         else:
-            lib = tvm.tirx.build(mod, target=target)
+            if not CASE["passes"]:
+                with tvm.transform.PassContext(opt_level=CASE["opt_level"]):
+                    lib = tvm.tirx.build(mod, target=target)
             args = [tvm.runtime.tensor(inputs[n]) for n in CASE["params"]]
             lib[CASE["name"]](*args)
             got = {n: a.numpy() for n, a in zip(CASE["params"], args)}
@@ -158,12 +179,13 @@ def tir_repro_text(prog, script: str, outcome: dict, variant: Optional[dict] = N
     from importlib import metadata
 
     from fuzz.tir import reference as TR
+    from worker.tir_passes import full_order
 
     variant = variant or (outcome.get("extra") or {}).get("variant") or {}
     target = dict(variant.get("target") or {"kind": "llvm"})   # a dict: 0.27 refuses CLI strings
     inputs = TR.make_inputs(prog, prog.meta.get("seed") or 0)
     case = {"name": prog.name, "params": [p.name for p in prog.params], "target": target,
-            "passes": list(variant.get("passes") or []), "inputs": _npz(inputs),
+            "passes": full_order(list(variant.get("passes") or [])), "inputs": _npz(inputs),
             "pipeline": variant.get("pipeline", "tir"),
             "expect": {k: outcome.get(k, "") for k in ("kind", "stage", "message", "signature")}}
     case["schedule"] = trace or ""
@@ -188,9 +210,13 @@ def tir_repro_text(prog, script: str, outcome: dict, variant: Optional[dict] = N
     import inspect
 
     from worker.tir_execute import call_tir_module
+    from worker.tir_passes import finish_build
 
     head = HEADER.format(title=title, pip=f"apache-tvm=={ver} numpy" if ver else "apache-tvm numpy",
                          script=repr(text), case=repr(json.dumps(case)))
     # The worker's own R.call_tir wrapper, verbatim: the repro builds what the finding built.
-    return head.replace("\n\ndef arrays(blob):", "\n\n" + inspect.getsource(call_tir_module)
-                        + "\n\ndef arrays(blob):", 1) + BODY
+    # The worker's own R.call_tir wrapper and finishing build, verbatim: the repro builds what
+    # the finding built.
+    own = inspect.getsource(call_tir_module) + "\n\n" + inspect.getsource(finish_build)
+    return head.replace("\n\ndef tvm_pass(name):", "\n\n" + own + "\n\ndef tvm_pass(name):",
+                        1) + BODY

@@ -176,3 +176,31 @@ def test_reads_uninitialized_compares_reruns_under_other_fills():
     assert reads_uninitialized(lambda: same.copy(), same) is False
     runs = iter([same.copy(), same + 1])
     assert reads_uninitialized(lambda: next(runs), same) is True
+
+
+def test_pass_order_finding_repro_builds_as_the_worker_did(tmp_path):
+    """A pass-order variant cut after LowerOpaqueBlock: the build goes on with the rest of the
+    default pipeline, where MakePackedAPI refuses the malformed buffer; repro.py applies the
+    same full order (named passes with arguments, target bound, same opt level) and reproduces
+    in a fresh process."""
+    from worker import tir_passes as TP
+
+    prog = _late_validation_case()
+    order = list(TP.DEFAULT_ORDER[:TP.BLOCKS_END + 1]) + ["tirx.NarrowDataType(32)"]
+    prog.meta["variants"] = [{"target": {"kind": "llvm", "opt-level": 2}, "pipeline": "tir",
+                              "passes": order}]
+    case = tmp_path / "case.json"
+    case.write_text(prog.dumps())
+    out = tmp_path / "rep"
+    r = subprocess.run([sys.executable, "-m", "tvmfuzz", "report", str(case), "--out", str(out),
+                        "--no-bisect"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    repro = (out / "repro.py").read_text()
+    assert "tirx.NarrowDataType(32)" in repro and "def finish_build(" in repro
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / "repro.py").write_text(repro)
+    env = {k: v for k, v in __import__("os").environ.items() if k != "PYTHONPATH"}
+    rp = subprocess.run([sys.executable, "repro.py"], cwd=fresh, env=env, capture_output=True,
+                        text=True, timeout=300)
+    assert rp.returncode == 1 and "REPRODUCED" in rp.stdout, rp.stdout + rp.stderr

@@ -237,10 +237,10 @@ def _pass_orders(seeds):
         key = sorted(funcs)[seed % len(funcs)]
         mod, fname = funcs[key]
         try:
-            lib = tvm.tirx.build(tp.apply_passes(mod, order, "llvm"), target="llvm")
+            lib = tp.build(mod, order, "llvm")
         except Exception as e:  # noqa: BLE001
             out.append({"seed": seed, "order": order, "error": str(e).strip().splitlines()[0],
-                        "noise": tp.is_phase_ordering_noise(str(e), order)})
+                        "noise": tp.is_phase_ordering_noise(str(e), tp.full_order(order))})
             continue
         out.append({"seed": seed, "order": order, "ok": _run_primfunc(key, lib, fname, seed)})
     return out
@@ -254,6 +254,36 @@ def test_random_pass_orders_apply_cleanly():
         # unclassified one is a finding: both fail here
         assert "error" not in case, case
         assert case["ok"], case
+
+
+def test_a_pass_order_is_lowered_once():
+    """The build goes on where the order stopped and runs no lowering pass a second time:
+    the whole default pipeline as an order is followed by the host/device split only, and an
+    order cut after LowerOpaqueBlock goes on with FlattenBuffer."""
+    whole = list(tp.DEFAULT_ORDER)
+    assert tp.full_order(whole) == whole + list(tp.BUILD_TAIL[:4])
+    cut = whole[:tp.BLOCKS_END + 1]
+    assert tp.full_order(cut)[len(cut)] == "tirx.FlattenBuffer"
+    assert tp.full_order(cut).count("s_tir.LowerOpaqueBlock") == 1
+    assert tp.full_order([]) == []
+
+    def lowering_passes(order):
+        import tvm
+
+        seen = []
+
+        @tvm.instrument.pass_instrument
+        class Seen:
+            def run_before_pass(self, mod, info):
+                seen.append(info.name)
+
+        with tvm.transform.PassContext(instruments=[Seen()]):
+            tp.build(ts.matmul_module(), order, "llvm")
+        return seen
+
+    seen = forked(lowering_passes, whole)["ok"]
+    # LowerOpaqueBlock's TVM name; tvm.tirx.build's own pipeline would have run it again
+    assert seen.count("s_tir.LowerOpaqueBlock") == 1, seen
 
 
 def test_random_pass_order_keeps_the_pipeline_order():

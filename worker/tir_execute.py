@@ -272,17 +272,18 @@ def _build(mod, v: Variant, watch, extra: dict):
     target = tvm_target(v)
     with tvm.transform.PassContext(opt_level=int(v.target.get("opt-level", 3)),
                                    instruments=[watch]):
-        if v.passes:
-            names, missing = TP.available(v.passes)
-            if missing:   # orders come from 0.27's pipeline; an older release lacks some
-                extra["passes_missing"] = missing
-            try:
-                mod = TP.apply_passes(mod, names, target)
-            except Exception as e:  # noqa: BLE001
-                if TP.is_phase_ordering_noise(str(e), order=names):
-                    raise _Noise(str(e).strip().splitlines()[0][:300])
-                raise
-        return tvm.tirx.build(mod, target=target)
+        if not v.passes:
+            return tvm.tirx.build(mod, target=target)
+        names, missing = TP.available(TP.full_order(v.passes))
+        if missing:   # orders come from 0.27's pipeline; an older release lacks some
+            extra["passes_missing"] = missing
+        try:
+            mod = TP.apply_passes(mod, names, target)
+            return TP.finish_build(mod, target)
+        except Exception as e:  # noqa: BLE001
+            if TP.is_phase_ordering_noise(str(e), order=names):
+                raise _Noise(str(e).strip().splitlines()[0][:300])
+            raise
 
 
 def call_tir_outputs(prog, inputs: dict, expected: Optional[dict] = None) -> Optional[list]:

@@ -3,10 +3,13 @@
 A pass order is a list of names (``"s_tir.LowerInitBlock"``, ``"tirx.NarrowDataType(32)"``,
 ``"s_tir.ThreadSync(shared)"``): a namespace (``tirx`` = ``tvm.tirx.transform``, ``s_tir`` =
 ``tvm.s_tir.transform``; without one, tirx is tried first), a pass constructor and optional
-literal arguments. ``apply_passes`` binds the target and runs the order on the module; the
-caller then builds the result with ``tvm.tirx.build``, whose own pipeline runs in full on what
-the order left (re-running a lowering pass on lowered IR is legal and no-op-ish, so a pass the
-order dropped still runs, only later; the order decides what runs *early*, *twice*, or *extra*).
+literal arguments. A variant's order is completed by ``full_order``: the default pipeline's
+passes after the furthest one the order reached, then the host/device split and the packed API
+(what ``tvm.tirx.build``'s pipeline ends with); ``apply_passes`` binds the target and runs that
+on the module, and ``finish_build`` generates code with only the build's finalization. The
+module is lowered once, as TVM's own pipeline lowers it: running the whole default pipeline
+again on lowered IR (what tvmfuzz once did) made s_tir passes meet flat IR no pipeline gives
+them, and their crashes were tvmfuzz's misuse, not TVM bugs.
 
 ``random_pass_order`` follows 0.27's default CPU pipeline (``tvm.s_tir.pipeline
 .default_s_tir_pipeline``, the one ``tvm.tirx.build`` picks for llvm): it cuts the pipeline at
@@ -207,11 +210,43 @@ def apply_passes(mod, names: list[str], target="llvm"):
     return mod
 
 
-def build(mod, names: list[str], target="llvm"):
-    """``apply_passes`` then ``tvm.tirx.build``."""
+def full_order(names: list[str]) -> list[str]:
+    """``names`` and what the build runs after it: the default pipeline's passes after the
+    furthest one ``names`` reached (a cut order goes on where it stopped; a pass it dropped
+    before that point stays dropped), then the host/device split and the packed API. Empty
+    for an empty order (the variant builds with ``tvm.tirx.build`` as it is)."""
+    if not names:
+        return []
+    reached = [DEFAULT_ORDER.index(n) for n in names if n in DEFAULT_ORDER]
+    cut = max(reached) + 1 if reached else 0
+    return list(names) + list(DEFAULT_ORDER[cut:]) + list(BUILD_TAIL[:4])
+
+
+def finish_build(mod, target):
+    """``tvm.tirx.build`` of a module its pass order lowered already (through MakePackedAPI):
+    only the build's finalization (LowerTVMBuiltin, LowerIntrin) and code generation run, not
+    the lowering pipeline a second time. repro.py embeds this function as it is."""
     import tvm
 
-    return tvm.tirx.build(apply_passes(mod, names, target), target=target)
+    try:
+        from tvm.s_tir import pipeline as s_tir_pipeline
+        from tvm.tirx import compilation_pipeline
+    except ImportError:   # a release without named pipelines: its build lowers again
+        return tvm.tirx.build(mod, target=target)
+    compilation_pipeline.PIPELINE_MAP.setdefault("tvmfuzz-lowered", lambda: (
+        tvm.transform.Sequential([]), s_tir_pipeline.finalize_host_passes,
+        s_tir_pipeline.finalize_device_passes))
+    return tvm.tirx.build(mod, target=target, pipeline="tvmfuzz-lowered")
+
+
+def build(mod, names: list[str], target="llvm"):
+    """``mod`` built as a pass-order variant builds it: ``full_order(names)`` applied, then
+    ``finish_build``."""
+    if not names:
+        import tvm
+
+        return tvm.tirx.build(mod, target=target)
+    return finish_build(apply_passes(mod, full_order(names), target), target)
 
 
 # --- errors that a pass order without its preconditions produces ---------------------------------
@@ -262,6 +297,10 @@ PHASE_ORDERING_NOISE = (
     (r"VectorizeLoop before LiftStorageAll",
      ("tirx.StorageRewrite",), "after VectorizeLoop",
      lambda o: _runs_before(o, ("tirx.StorageRewrite",), "tirx.VectorizeLoop")),
+    # LLVM's code generator meets a vectorized loop: the order dropped VectorizeLoop (and
+    # StorageRewrite, which would have said so first), which lowers or serializes them.
+    (r"cannot handle for type vectorized", ("codegen",), "after VectorizeLoop",
+     lambda o: not any(p.startswith("tirx.VectorizeLoop") for p in o)),
     # 50: MakePackedAPI finds free variables (block iter vars, loop vars of blocks): blocks are
     # not lowered when it runs, either because it ran before LowerOpaqueBlock or because
     # SplitHostDevice ran on block IR, moving the blocks into a device function the build's
