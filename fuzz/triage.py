@@ -107,38 +107,55 @@ def _subsequence(want: list, have: list) -> bool:
     return all(any(w == h for h in it) for w in want)
 
 
+def _culprit(extra: dict, steps: list) -> Optional[dict]:
+    """The step a finding blames: the one that raised, else the step a binary search found
+    made the result wrong (``guilty_step``), else the last one applied."""
+    for key in ("failing_step", "guilty_step"):
+        if isinstance(extra.get(key), dict):
+            return extra[key]
+    return steps[-1] if steps else None
+
+
 def schedule_known_bug(outcome: dict) -> Optional[dict]:
-    """The ``worker.tir_schedule.KNOWN_BUGS`` entry a finding of a scheduled case matches:
-    its steps' primitives appear in order among the steps applied, and the symptom agrees (a
-    crash with the entry's message; a wrong result, a signal or memory damage whose last
-    primitive is the entry's)."""
+    """The ``worker.tir_schedule.KNOWN_BUGS`` entry a finding of a scheduled case matches.
+
+    A crash is the entry's when the primitive that raised is the entry's last one and the
+    message is the entry's: the check that fails and the primitive that fails it name the
+    defect, whatever steps came before (they only built the IR it needs). A wrong result, a
+    signal or memory damage is the entry's when the step it blames (``_culprit``) is the
+    entry's last primitive and the entry's earlier primitives were applied before it, in
+    order, to the same PrimFunc (a Relax module holds several: a step on another function
+    says nothing about this one)."""
     from .tir.schedule_bugs import KNOWN_BUGS
 
     extra = outcome.get("extra") or {}
-    steps = list(extra.get("schedule") or [])
-    failing = extra.get("failing_step")
-    if isinstance(failing, dict) and (not steps or steps[-1] != failing):
-        steps.append(failing)
-    prims = [s.get("prim") for s in steps if isinstance(s, dict)]
-    if not prims:
+    steps = [s for s in (extra.get("schedule") or []) if isinstance(s, dict)]
+    culprit = _culprit(extra, steps)
+    if not isinstance(culprit, dict) or not culprit.get("prim"):
         return None
+    if culprit in steps:
+        upto = steps[:len(steps) - steps[::-1].index(culprit)]
+    else:
+        upto = steps + [culprit]
+    same = [s.get("prim") for s in upto if s.get("func") == culprit.get("func")]
     kind, message = outcome.get("kind", ""), outcome.get("message", "") or ""
     for bug in KNOWN_BUGS:
         want = [s["prim"] for s in bug["steps"]]
-        if not _subsequence(want, prims):
+        if culprit["prim"] != want[-1]:
             continue
         expect = bug["expect"]
         if expect.startswith("crash: "):
             if kind not in ("numeric", "signal") and expect[len("crash: "):] in message:
                 return bug
             continue
-        last = prims[-1] == want[-1]
-        if expect == "mismatch" and kind == "numeric" and last:
+        if not _subsequence(want, same):
+            continue
+        if expect == "mismatch" and kind == "numeric":
             return bug
-        if expect == "signal" and kind == "signal" and last:
+        if expect == "signal" and kind == "signal":
             return bug
-        if expect == "memory" and last and (kind in ("numeric", "signal")
-                                            or outcome.get("stage") == "run"):
+        if expect == "memory" and (kind in ("numeric", "signal")
+                                   or outcome.get("stage") == "run"):
             return bug
     return None
 

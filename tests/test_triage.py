@@ -13,6 +13,7 @@ from corpus import Corpus
 from tvmfuzz.cli import main
 from fuzz.model import Block, Function, Node, Param, Program, TensorTy
 from fuzz.signature import bug_id, bug_key, signature
+from fuzz.tir.schedule_bugs import KNOWN_BUGS as SCHEDULE_BUGS
 from fuzz.triage import EXPECTED, KNOWN, NEW, auto_status, root_key
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -152,10 +153,31 @@ def test_schedule_known_bug_matches_by_primitives_and_message():
                    "failing_step": kb["steps"][-1]}}
     status, why = auto_status(prog, o)
     assert status == KNOWN and "KNOWN_BUGS[blockize-reverse_compute_inline]" in why
-    # another message, or the primitives out of order: not that bug
+    # another message, or the same message raised by another primitive: not that bug
     assert auto_status(prog, dict(o, message="something else"))[0] == NEW
-    rev = dict(o, extra={"schedule": kb["steps"][::-1]})
+    rev = dict(o, extra={"schedule": kb["steps"][::-1], "failing_step": kb["steps"][0]})
     assert auto_status(prog, rev)[0] == NEW
+    # the raising primitive and its check name the defect, whatever built the IR before it
+    other = dict(o, extra={"schedule": [{"prim": "fuse"}], "failing_step": kb["steps"][-1]})
+    assert auto_status(prog, other)[0] == KNOWN
+
+
+def test_a_wrong_result_is_blamed_on_its_own_primitive_and_function():
+    """A known wrong-result entry matches when the step that made the result wrong is its
+    last primitive and its earlier ones ran before it on the same PrimFunc; steps on another
+    function of a Relax module after it do not hide it, nor do steps elsewhere fake it."""
+    from fuzz.triage import schedule_known_bug
+
+    kb = next(b for b in SCHEDULE_BUGS if b["id"] == "vectorize-over-reduction")
+    later = {"func": "add", "prim": "split", "block": "T_add", "loop": 0, "factors": [2, None]}
+    o = {"verdict": "fail", "kind": "numeric", "stage": "compare", "message": "x",
+         "extra": {"schedule": kb["steps"] + [later]}}
+    assert schedule_known_bug(o) is None     # blamed on the last step, another function's
+    o["extra"]["guilty_step"] = kb["steps"][-1]
+    assert schedule_known_bug(o)["id"] == "vectorize-over-reduction"
+    elsewhere = [dict(kb["steps"][0], func="add"), kb["steps"][1]]
+    o["extra"] = {"schedule": elsewhere, "guilty_step": kb["steps"][1]}
+    assert schedule_known_bug(o) is None
 
 
 def test_one_known_bug_met_with_two_messages_is_one_bug(real, tmp_path):
