@@ -294,3 +294,18 @@ def test_corpus_written_by_the_schema_1_store_opens_with_bug_ids(real, tmp_path,
     assert main(["findings", "--corpus", str(root)]) == 0
     assert "2 bugs (0 new, 2 known, 0 expected) in 5 buckets, 5 findings" in \
         capsys.readouterr().out
+
+
+def test_out_of_memory_is_the_known_bad_alloc_bug():
+    """relax.split with indices past the end asks for a huge buffer: std::bad_alloc without
+    the sandbox's memory cap (a known entry), "ran out of memory" under it. Both are that
+    entry's bug, wherever the sandbox saw the child die."""
+    prog = Program.loads((ROOT / "tests/data/relax_split_oom.json").read_text())
+    for stage in ("sandbox", "run"):
+        o = {"verdict": "fail", "kind": "oom", "stage": stage, "error_type": "",
+             "message": "ran out of memory under the sandbox limit"}
+        status, why = auto_status(prog, o)
+        assert status == KNOWN and "relax.split" in why, (stage, why)
+    # another op's out-of-memory is not that entry
+    other = one_op("relax.exp", "float32")
+    assert auto_status(other, dict(o, stage="run"))[0] == NEW

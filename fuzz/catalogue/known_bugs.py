@@ -167,6 +167,12 @@ def explain(program, outcome: dict):
         else outcome.get("stage")
     text = outcome.get("detail") if what == "numeric" else \
         f"{outcome.get('error_type')}: {outcome.get('message')}"
+    if outcome.get("kind") == "oom":
+        # Out of memory under the sandbox's cap is what std::bad_alloc is without the cap (the
+        # same allocation, refused sooner): entries name it "bad_alloc". The sandbox says
+        # where the child was, or "sandbox" when it could not tell: then the run.
+        what = what if what not in (None, "", "sandbox") else "run"
+        text = f"std::bad_alloc: {outcome.get('message')}"
     for f in program.functions:
         tys = {p.name: p.runtime_ty for p in f.params}
         tys.update({n.name: n.ty for n in f.nodes()})
