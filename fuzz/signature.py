@@ -38,7 +38,7 @@ _OFFENDING = re.compile(r"Offending call:\s*R\.([\w.]+)\(")
 CODEGEN_REFUSAL = "cannot emit this Relax operator directly"
 
 # Bumped whenever bug_key's definition changes: a corpus then recomputes its buckets' bug ids.
-BUG_KEY_VERSION = 4
+BUG_KEY_VERSION = 5
 
 # --- names ---------------------------------------------------------------------------------
 PLACEHOLDER = "$"
@@ -214,13 +214,21 @@ def signature(outcome: dict) -> str:
     return " | ".join(p for p in parts if p) + _suffix(outcome, outcome.get("throw_site", ""))
 
 
-def _native_frame(outcome: dict) -> str:
-    """Where in TVM's C++ a death by signal happened (the innermost ``tvm::`` frame of
-    tvm-ffi's segfault backtrace), outside the run stage: there the fault is in generated code
-    or, after memory damage, wherever the damage is met, which varies from run to run."""
-    if outcome.get("kind") != "signal" or outcome.get("stage") == "run":
+def _native_frame(outcome: dict, root: bool = False) -> str:
+    """Where a death by signal happened. Outside the run stage: the innermost ``tvm::`` frame
+    of tvm-ffi's segfault backtrace. In the run stage the fault is in generated code, so the
+    frame says nothing: the VM call that was running does (``extra["kernel"]``, a PrimFunc or
+    builtin; for the bug key (``root``) without the numeric suffix LegalizeOps adds to a
+    second PrimFunc of one op: take1 is take)."""
+    if outcome.get("kind") != "signal":
         return ""
-    frames = (outcome.get("extra") or {}).get("native_frames") or []
+    extra = outcome.get("extra") or {}
+    if outcome.get("stage") == "run":
+        kernel = extra.get("kernel") or ""
+        if root:
+            kernel = re.sub(r"\d+$", "", kernel)
+        return f"in kernel {kernel}" if kernel else ""
+    frames = extra.get("native_frames") or []
     return f"in {frames[0]}" if frames else ""
 
 
@@ -261,7 +269,7 @@ def bug_key(outcome: dict) -> str:
         # ends by SIGSEGV in it one run (a frame) and by glibc's SIGABRT the next (none).
         extra = outcome.get("extra") or {}
         if not extra.get("failing_pass") and not _primitive(outcome):
-            parts.append(_native_frame(outcome))
+            parts.append(_native_frame(outcome, root=True))
     elif kind == "roundtrip" and _ROUNDTRIP_FIELD.search(
             normalize_message(outcome.get("message", ""))):
         # The printer mishandles one field (elem_offset=0 dropped beside offset_factor): the

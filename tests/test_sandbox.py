@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from fuzz.generate import generate
+from fuzz.signature import bug_id, bug_key
 from worker import jobs
 from worker.execute import compile_and_run
 from worker.sandbox import Sandbox
@@ -117,8 +118,15 @@ def test_a_death_names_its_stage_variant_and_python_stack():
         fpe, segv = runner(floor_divide_by_zero()), runner(take_out_of_bounds())
     finally:
         runner.close()
-    assert fpe["signature"] == "signal | run | SIGFPE | killed by SIGFPE in run"
-    assert segv["signature"] == "signal | run | SIGSEGV | killed by SIGSEGV in run"
+    # the VM call that was running names the kernel each died in: two bugs, not one
+    # "memory fault in run"
+    assert fpe["signature"] == ("signal | run | SIGFPE | killed by SIGFPE in run | "
+                                "in kernel floor_divide")
+    assert segv["signature"] == "signal | run | SIGSEGV | killed by SIGSEGV in run | in kernel take"
+    assert bug_key(segv) == "signal | run | memory fault | in kernel take"
+    other = dict(segv, extra=dict(segv["extra"], kernel="sort"))
+    assert bug_id(other) != bug_id(segv)
+    assert bug_id(dict(segv, extra=dict(segv["extra"], kernel="take1"))) == bug_id(segv)
     for o in (fpe, segv):
         assert o["stage"] == "run" and o["target"] == "llvm/default"
         assert o["extra"]["variant"] == {"target": {"kind": "llvm"}, "pipeline": "default",

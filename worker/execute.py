@@ -247,6 +247,7 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
             except Exception as e:  # noqa: BLE001
                 return done(_fail("vm_load", e), v)
             breadcrumb.mark(stage="run")
+            watch_kernels(vm)
             try:
                 out = vm[program.entry](*[_tensor(a, v) for a in args])
                 actual = reference.flatten(_to_numpy(out))
@@ -300,6 +301,23 @@ def finish(o: Outcome, t0: float, v: Variant, steps: list) -> Outcome:
     if steps:
         o.extra.setdefault("schedule", list(steps))
     return o
+
+
+def watch_kernels(vm) -> None:
+    """In a sandbox child, leave the name of the function each VM call runs (a PrimFunc, a
+    builtin) as a breadcrumb while it runs: a death by signal in the run stage then names the
+    kernel it died in, which tells two segfaults of one module apart."""
+    if not breadcrumb.active():
+        return
+
+    def instrument(func, symbol, before_run, ret_value, *args):
+        breadcrumb.mark(kernel=str(symbol) if before_run else None)
+        return 0
+
+    try:
+        vm.set_instrument(instrument)
+    except Exception:  # noqa: BLE001 - a release or exec mode without instruments: no names
+        pass
 
 
 def _schedule_noise(e: BaseException) -> bool:
