@@ -202,7 +202,25 @@ def expected_reason(prog, outcome: dict) -> Optional[str]:
         return (f"near-valid mutant ({broke}): with a dtype or shape erased on purpose no pass "
                 "lowers the op, and TVM refuses it with its documented CodeGenVM message "
                 "(bug class 3: one behaviour, whatever the op)")
+    shape_erased = getattr(prog, "ir", "relax") != "tir" and any(
+        "shape" in _erased(p) and p.actual is not None for f in prog.functions
+        for p in f.params)
+    for refusal, who in UNKNOWN_SHAPE_REFUSALS:
+        if refusal in message and shape_erased:
+            return (f"near-valid mutant ({broke}): with a shape erased on purpose, {who} "
+                    f"refuses the tensor of unknown shape with a stated error (\"{refusal}\")")
     return None
+
+
+# Lowering code that states it cannot handle a tensor whose shape is unknown (a Python
+# ValueError in TVM's own sources, not an internal check): a mutant's intended end when it
+# erased that shape, a bug when a valid program gets there.
+UNKNOWN_SHAPE_REFUSALS = (
+    ("emit_te now only supports Tensor that has ShapeExpr shape",
+     "BlockBuilder.emit_te (tvm/relax/utils.py, used by LegalizeOps and DispatchSortScan)"),
+    ("non-symbolic shape is not supported for now",
+     "DispatchSortScan (tvm/relax/backend/dispatch_sort_scan.py)"),
+)
 
 
 def auto_status(prog, outcome: dict) -> tuple[str, str]:

@@ -309,3 +309,25 @@ def test_out_of_memory_is_the_known_bad_alloc_bug():
     # another op's out-of-memory is not that entry
     other = one_op("relax.exp", "float32")
     assert auto_status(other, dict(o, stage="run"))[0] == NEW
+
+
+@pytest.mark.parametrize("op,attrs,says", [
+    ("relax.sort", {"axis": -1, "descending": False}, "emit_te now only supports"),
+    ("relax.cumsum", {"axis": 0, "dtype": None, "exclusive": False},
+     "non-symbolic shape is not supported"),
+])
+def test_lowering_refusing_an_erased_shape_is_expected_of_a_mutant(op, attrs, says):
+    """DispatchSortScan and emit_te state that they need a known shape: a mutant that erased
+    the shape on purpose gets that refusal (expected, saying what was broken); the same
+    program as a valid case would be a bug."""
+    from worker.execute import compile_and_run
+
+    prog = erased(op)
+    prog.functions[0].blocks[0].nodes[0].attrs = attrs
+    o = compile_and_run(prog).to_json()
+    assert says in o["message"], o
+    status, why = auto_status(prog, o)
+    assert status == EXPECTED and "shape erased on purpose" in why and "erase_param" in why
+    valid = erased(op, mode="valid")
+    valid.functions[0].blocks[0].nodes[0].attrs = attrs
+    assert auto_status(valid, o)[0] == NEW
