@@ -241,6 +241,17 @@ _UNKNOWN_INTRINSIC = re.compile(r"unknown intrinsic Op\(tirx\.\w+\)")
 _UNRESOLVED_MATH = re.compile(r"Unresolved call Op\(tirx\.(?!tvm_)\w+\)")
 
 
+def _numeric_root(key: str) -> str:
+    """A numeric key as the bug key reads it: a TIR wrong result that a schedule step made
+    (``tir int32 after cache_read``) is that primitive's bug whatever the buffer's dtype; one
+    without a guilty step (``tir int8``, the unscheduled build already wrong) keeps its dtype,
+    which is what the code generator got wrong."""
+    words = key.split(" ")
+    if words[0] == "tir" and len(words) > 3 and words[2] == "after" and words[3] != "a":
+        return " ".join(words[:1] + words[2:])
+    return key
+
+
 def bug_key(outcome: dict) -> str:
     """The root-cause key of a failing outcome: what a signature says minus what varies
     between findings of one bug (the throw site's line, the values and names after a C++
@@ -258,7 +269,7 @@ def bug_key(outcome: dict) -> str:
         kind = _ROOT_KIND.get(kind, kind)
     parts = [kind, site or outcome.get("stage", "")]
     if kind == "numeric":
-        parts.append((outcome.get("extra") or {}).get("numeric_key", ""))
+        parts.append(_numeric_root((outcome.get("extra") or {}).get("numeric_key", "")))
     elif kind == "signal":
         # One memory error ends by SIGSEGV one run and by glibc's SIGABRT (a corrupted heap)
         # the next: those are one class; SIGFPE, SIGILL... stay themselves.

@@ -266,3 +266,20 @@ def test_c_codegen_missing_math_intrinsics_are_one_bug_and_builtins_another():
                 "throw_site": "src/target/source/codegen_c.cc:700"}
     assert bug_key(c("asinh")) == bug_key(c("acos"))
     assert bug_key(c("tvm_call_packed")) != bug_key(c("acos"))
+
+
+def test_a_tir_wrong_result_made_by_a_primitive_is_one_bug_whatever_the_dtype():
+    """cache_read's wrong results on an int32 and a float32 buffer are one bug (the step that
+    made them wrong names it); an unscheduled build's wrong int8 result and float32 result
+    stay two (the code generator's handling of the dtype is the bug)."""
+    def numeric(key):
+        return {"verdict": "fail", "kind": "numeric", "stage": "compare", "message": "B[0]",
+                "extra": {"numeric_key": key}}
+
+    assert bug_id(numeric("tir int32 after cache_read")) == \
+        bug_id(numeric("tir float32 after cache_read"))
+    assert bug_id(numeric("tir int32 after cache_read")) != \
+        bug_id(numeric("tir int32 after cache_write"))
+    assert bug_id(numeric("tir int8")) != bug_id(numeric("tir float32"))
+    assert signature(numeric("tir int32 after cache_read")) != \
+        signature(numeric("tir float32 after cache_read"))
