@@ -50,7 +50,26 @@ def _where(outcome: dict) -> str:
     return f" at {stage}" if stage else ""
 
 
-def title(outcome: dict) -> str:
+def _death_where(outcome: dict) -> str:
+    """Where a death by signal, a hang or a runaway allocation happened, for a title: the
+    schedule primitive, the pass, the kernel the VM was running, TVM's innermost frame."""
+    extra = outcome.get("extra") or {}
+    stage = outcome.get("stage", "")
+    if failing_step(outcome):
+        return f" in s_tir schedule primitive {failing_step(outcome).get('prim')}"
+    if extra.get("failing_pass"):
+        return f" in {extra['failing_pass']}"
+    if stage == "run" and extra.get("kernel"):
+        return f" running kernel {extra['kernel']}"
+    frames = extra.get("native_frames") or []
+    where = {"build": "building", "run": "running", "materialize": "constructing",
+             "vm_load": "loading", "parse": "parsing", "verify": "verifying"}.get(stage, "")
+    return (f" {where}" if where else "") + (f" in {frames[0]}" if frames else "")
+
+
+def title(outcome: dict, ir: str = "relax", status: str = "new") -> str:
+    """The report's title: ``[Bug][TIR]`` or ``[Bug][Relax]`` (the case's IR) for a new bug;
+    a known bug or an expected refusal says so instead of "[Bug]"."""
     kind, stage = outcome.get("kind", ""), outcome.get("stage", "")
     msg = message_line(outcome)
     etype = outcome.get("error_type", "")
@@ -79,15 +98,20 @@ def title(outcome: dict) -> str:
     elif kind in ("signal", "hang", "oom"):
         what = {"signal": f"Crash ({outcome.get('error_type') or 'signal'})",
                 "hang": "Hang", "oom": "Runaway memory use"}[kind]
-        text = f"{what} compiling or running a Relax module"
+        unit = "a PrimFunc" if ir == "tir" else "a Relax module"
+        text = f"{what}{_death_where(outcome) or ' compiling or running ' + unit}"
     else:
         text = f"{etype + ' ' if etype else ''}{where.strip() or 'failure'}: {msg}{site}"
-    tir = outcome.get("extra", {}).get("variant", {}).get("pipeline") == "tir"
-    return f"[Bug][{'TIR' if tir else 'Relax'}] {text}"
+    tag = {"known": "[Known bug]", "expected": "[Expected, not a bug]"}.get(status, "[Bug]")
+    return f"{tag}[{'TIR' if ir == 'tir' else 'Relax'}] {text}"
 
 
-def _expected_text(outcome: dict) -> str:
+def _expected_text(outcome: dict, ir: str = "relax") -> str:
     kind = outcome.get("kind", "")
+    if ir == "tir" and kind not in ("numeric", "roundtrip", "late_validation"):
+        return ("The PrimFunc is well-formed (`tvm.tirx.analysis.verify_well_formed` accepts "
+                "it), so it schedules, builds and runs, or TVM reports a user-facing error "
+                "instead of an internal one.")
     if kind == "numeric":
         return "The outputs agree with numpy's (within the usual floating-point tolerance)."
     if kind == "verifier_build" and outcome.get("stage") == "well_formed":
@@ -272,7 +296,16 @@ def report_markdown(red, variants: list, affected: Optional[dict] = None) -> str
     rep = o.get("reproduction", {})
     st = red.stats
     message = f"{o.get('error_type') + ': ' if o.get('error_type') else ''}{o.get('message', '')}"
-    lines = [f"# {title(o)}", "", "### Expected behavior", "", _expected_text(o), "",
+    ir = program.ir if program is not None else "relax"
+    status, why = "new", ""
+    if program is not None:
+        from fuzz.triage import auto_status
+
+        status, why = auto_status(program, o)
+    lines = [f"# {title(o, ir, status)}", ""]
+    if status != "new":
+        lines += [f"**Status: {status}.** {why}", ""]
+    lines += ["### Expected behavior", "", _expected_text(o, ir), "",
              "### Actual behavior", "",
              f"Stage `{o.get('stage', '')}`{_actual_where(o)}"
              + (f", thrown at `{site}`" if site else "") + ":", "",
@@ -351,7 +384,10 @@ def _tir_lines(program, o: dict, st: dict) -> list[str]:
             out += ["```python", "sch = tvm.s_tir.Schedule(mod)", trace, "```", ""]
     passes = [p for v in meta.get("variants") or [] for p in v.get("passes") or []]
     if passes:
-        out += ["TIR passes applied before `tvm.tirx.build`: " + ", ".join(passes) + ".", ""]
+        out += ["TIR pass order tvmfuzz applied (its random order, then the passes of the "
+                "default pipeline after the furthest one the order reached, through "
+                "MakePackedAPI); the build then only finalizes and generates code: "
+                + ", ".join(f"`{p}`" for p in passes) + ".", ""]
     return out
 
 
