@@ -127,11 +127,23 @@ class GenContext:
                     self.ch.integer(0, min(2, len(cands) - 1))]
             return self.ch.choice(cands)
         dtype = self.dtype(dtypes)
-        if new_shape is None:
-            lo, hi = (rank, rank) if isinstance(rank, int) else rank
-            new_shape = self.shape(self.ch.integer(lo, hi), static, min_dim, max_dim)
         lo_hi = new_range or default_range(dtype)
-        return self.new_param(new_shape, dtype, *lo_hi)
+        fixed = new_shape is not None
+        for _ in range(8):
+            if not fixed:
+                lo, hi = (rank, rank) if isinstance(rank, int) else rank
+                new_shape = self.shape(self.ch.integer(lo, hi), static, min_dim, max_dim)
+            # A new parameter must satisfy ``pred`` too (pixel_shuffle's channels divisible
+            # by the square of the factor): a random shape that does not is drawn again, or
+            # a value in scope that does is taken, or the op is not sampled here at all.
+            if pred is None or pred(Value("?", TensorTy(list(new_shape), dtype), *lo_hi,
+                                          exact=True)):
+                return self.new_param(new_shape, dtype, *lo_hi)
+            if fixed:
+                break
+        if cands:
+            return self.ch.choice(cands)
+        raise ValueError("no value satisfies the op's precondition")
 
     def pick_broadcast(self, x: Value, dtypes: Sequence[str] = None, pred=None,
                        new_range=None) -> Value:

@@ -139,9 +139,14 @@ def _candidate_timeout(first: dict, timeout: float) -> float:
 
 
 # --- reductions -------------------------------------------------------------------------------
+PARTIAL = "partial."   # prefix of the best-so-far files; write_outputs removes them
+
+
 class _Progress:
     """Writes the best candidate so far (atomically) after each accepted step, so a killed
-    or interrupted reduction still leaves its smallest result."""
+    or interrupted reduction still leaves its smallest result: as ``partial.case.json`` (or
+    ``partial.case.py``), so that a directory holding ``case.json`` always holds the whole
+    result (repro.py, report.md) too."""
 
     def __init__(self, writer: Optional[OutDir], name: str, text_of: Callable):
         self.writer, self.name, self.text_of = writer, name, text_of
@@ -169,7 +174,7 @@ def reduce_case(program: Program, *, signature: Optional[str] = None,
         oracle.target_sig = first.get("signature", signature or "")
         oracle.timeout = _candidate_timeout(first, timeout)
         ops = _case_ops(program)
-        progress = _Progress(writer, "case.json", subject.text)
+        progress = _Progress(writer, PARTIAL + "case.json", subject.text)
         driver = Driver(oracle.test, ops.smaller, width=pool.size, log=log, on_accept=progress,
                         deadline=None if time_budget is None else t0 + time_budget,
                         structure=ops.structure)
@@ -247,7 +252,7 @@ def reduce_script(text: str, *, signature: Optional[str] = None,
         from .hints import op_hints
 
         session = IRSession(pool, timeout, near_valid, op_hints(first))
-        progress = _Progress(writer, "case.py", subject.text)
+        progress = _Progress(writer, PARTIAL + "case.py", subject.text)
         driver = Driver(oracle.test, script_smaller, width=pool.size, log=log,
                         on_accept=progress,
                         deadline=None if time_budget is None else t0 + time_budget,

@@ -420,4 +420,8 @@ def write_outputs(red, variants: Optional[list] = None, affected: Optional[dict]
     from .api import stats_json
 
     w.write("reduce.json", stats_json(red))
+    from .api import PARTIAL
+
+    for name in ("case.json", "case.py"):   # the best so far, now written in full above
+        (w.path / (PARTIAL + name)).unlink(missing_ok=True)
 

@@ -88,6 +88,14 @@ def make_tir_case(seed: int, mode: str, schedules: bool, features: Optional[dict
     return prog
 
 
+def _worth_reducing(prog, outcome: dict) -> bool:
+    """Only a new bug's bucket is reduced in the background: a known bug or a mutant's
+    expected refusal needs no report (``tvmfuzz reduce`` still reduces one on request)."""
+    from fuzz.triage import NEW, auto_status
+
+    return auto_status(prog, outcome)[0] == NEW
+
+
 def freeze_schedule(prog, outcome: dict) -> None:
     """Replace a case's random-schedule seed by the steps it applied, so replays, reductions
     and other TVM releases apply exactly those steps."""
@@ -409,7 +417,7 @@ class Recorder:
                         tvmfuzz_version=self.vers["tvmfuzz"])
                     if new and not self.display.live:
                         self.echo(f"new bucket {bucket}: {short(outcome['signature'])}")
-                    if new and self.reducer is not None:
+                    if new and self.reducer is not None and _worth_reducing(prog, outcome):
                         self.reducer.submit(bucket, prog, outcome["signature"])
         plan.done(first)
         self.checkpoint(plan)
