@@ -121,7 +121,9 @@ def schedule_known_bug(outcome: dict) -> Optional[dict]:
 
     A crash is the entry's when the primitive that raised is the entry's last one and the
     message is the entry's: the check that fails and the primitive that fails it name the
-    defect, whatever steps came before (they only built the IR it needs). A wrong result, a
+    defect, whatever steps came before (they only built the IR it needs). Where the entry
+    names the check's source file (``site``), the same check thrown there is the entry's
+    whoever called it (DLight's rfactor, reverse_compute_at sharing compute_at's code). A wrong result, a
     signal or memory damage is the entry's when the step it blames (``_culprit``) is the
     entry's last primitive and the entry's earlier primitives were applied before it, in
     order, to the same PrimFunc (a Relax module holds several: a step on another function
@@ -129,6 +131,13 @@ def schedule_known_bug(outcome: dict) -> Optional[dict]:
     from .tir.schedule_bugs import KNOWN_BUGS
 
     extra = outcome.get("extra") or {}
+    kind, message = outcome.get("kind", ""), outcome.get("message", "") or ""
+    site = (outcome.get("throw_site") or "").rsplit(":", 1)[0]
+    if kind not in ("numeric", "signal") and site:
+        for bug in KNOWN_BUGS:
+            if bug.get("site") == site and bug["expect"].startswith("crash: ") \
+                    and bug["expect"][len("crash: "):] in message:
+                return bug
     steps = [s for s in (extra.get("schedule") or []) if isinstance(s, dict)]
     culprit = _culprit(extra, steps)
     if not isinstance(culprit, dict) or not culprit.get("prim"):
@@ -138,7 +147,6 @@ def schedule_known_bug(outcome: dict) -> Optional[dict]:
     else:
         upto = steps + [culprit]
     same = [s.get("prim") for s in upto if s.get("func") == culprit.get("func")]
-    kind, message = outcome.get("kind", ""), outcome.get("message", "") or ""
     for bug in KNOWN_BUGS:
         want = [s["prim"] for s in bug["steps"]]
         if culprit["prim"] != want[-1]:
@@ -188,8 +196,10 @@ def known_reason(prog, outcome: dict) -> Optional[str]:
 # --- expected refusals of near-valid mutants -----------------------------------------------
 def expected_reason(prog, outcome: dict) -> Optional[str]:
     """Why a near-valid mutant's failure is TVM's intended answer, or None."""
-    if not is_near_valid(prog) or outcome.get("kind") != "verifier_build":
-        return None
+    kind, stage = outcome.get("kind"), outcome.get("stage")
+    if not is_near_valid(prog) or not (kind == "verifier_build" or
+                                       (kind == "crash" and stage == "materialize")):
+        return None   # (a mutant's op refused while the module is being constructed: crash)
     broke = "; ".join(mutations(prog))
     message = outcome.get("message", "") or ""
     if outcome.get("stage") == "well_formed" and message.startswith(ILL_FORMED_BUILDS):
@@ -220,6 +230,9 @@ UNKNOWN_SHAPE_REFUSALS = (
      "BlockBuilder.emit_te (tvm/relax/utils.py, used by LegalizeOps and DispatchSortScan)"),
     ("non-symbolic shape is not supported for now",
      "DispatchSortScan (tvm/relax/backend/dispatch_sort_scan.py)"),
+    ("expects the input tensor to have known shape",
+     "reshape's type inference (src/relax/op/tensor/manipulate.cc, needing the shape to infer "
+     "a -1)"),
 )
 
 
@@ -239,14 +252,32 @@ def auto_status(prog, outcome: dict) -> tuple[str, str]:
         "refusal" if broke else "")
 
 
+def malformation(prog) -> str:
+    """The kind of promise a TIR mutant broke (``meta["invalid"]`` without the buffer's name
+    and the numbers: "negative elem_offset", "stride smaller than the inner extent"), or ""."""
+    import re
+
+    why = ((getattr(prog, "meta", None) or {}).get("invalid") or "") \
+        if getattr(prog, "ir", "relax") == "tir" else ""
+    why = re.sub(r"^\w+: ", "", why)
+    why = re.sub(r"=?\[[^\]]*\]|(?<![\w-])-?\d+(?![\w-])", "", why)
+    return re.sub(r"\s+", " ", why).strip()
+
+
 def root_key(prog, outcome: dict) -> str:
     """The key of the bug a finding belongs to. A finding a known-bug entry explains belongs to
     that entry's bug, whatever symptom or output op it shows (one known root cause met as a
     crash of one op and a shape mismatch or wrong result of another is one bug, not one per
-    symptom); every other finding to ``bug_key(outcome)``."""
+    symptom). A malformed TIR buffer that TVM accepts and that then fails a later pass's check
+    or damages memory at run time is one bug per kind of malformation: the missing validation
+    at construction (bug class 4), whichever pass or run meets it. Every other finding belongs
+    to ``bug_key(outcome)``."""
     status, why = auto_status(prog, outcome)
     if status == KNOWN:
         return f"known | {why}"
+    broke = malformation(prog)
+    if broke and outcome.get("kind") in ("late_validation", "signal"):
+        return f"unvalidated layout | {broke}"
     return bug_key(outcome)
 
 

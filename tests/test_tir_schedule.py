@@ -401,8 +401,8 @@ def test_the_noise_patterns_match_what_tvm_says(order, pattern):
 
 def test_relax_scheduled_build_names_tvms_refusals_as_noise():
     """A random schedule that vectorizes a loop of symbolic extent meets VectorizeLoop's
-    stated refusal on x86 (no scalable vectors): the Relax "scheduled" variant calls it noise,
-    as the TIR campaign does, instead of a new bug."""
+    stated refusal on x86 (no scalable vectors), one that unrolls it UnrollLoop's: the Relax
+    "scheduled" variant calls them noise, as the TIR campaign does, instead of new bugs."""
     from fuzz.model import Block, Function, Node, Param, Program, TensorTy
     from worker.execute import compile_and_run
 
@@ -416,4 +416,8 @@ def test_relax_scheduled_build_names_tvms_refusals_as_noise():
         "v2")], "main", {"mode": "valid", "seed": 0, "variants": [base, sched]})
     o = compile_and_run(prog, prog.meta["variants"])
     assert "Failed to vectorize loop with extent" in o.message
+    assert (o.verdict, o.kind) == ("rejected", "schedule_noise")
+    sched["schedule_seed"] = 4   # unrolls the n loop: UnrollLoop's refusal, the same way
+    o = compile_and_run(prog, prog.meta["variants"])
+    assert "Cannot unroll non-constant loop" in o.message
     assert (o.verdict, o.kind) == ("rejected", "schedule_noise")

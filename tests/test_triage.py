@@ -315,6 +315,7 @@ def test_out_of_memory_is_the_known_bad_alloc_bug():
     ("relax.sort", {"axis": -1, "descending": False}, "emit_te now only supports"),
     ("relax.cumsum", {"axis": 0, "dtype": None, "exclusive": False},
      "non-symbolic shape is not supported"),
+    ("relax.reshape", {"shape": [-1]}, "expects the input tensor to have known shape"),
 ])
 def test_lowering_refusing_an_erased_shape_is_expected_of_a_mutant(op, attrs, says):
     """DispatchSortScan and emit_te state that they need a known shape: a mutant that erased
@@ -331,3 +332,49 @@ def test_lowering_refusing_an_erased_shape_is_expected_of_a_mutant(op, attrs, sa
     valid = erased(op, mode="valid")
     valid.functions[0].blocks[0].nodes[0].attrs = attrs
     assert auto_status(valid, o)[0] == NEW
+
+
+def test_a_known_schedule_check_is_known_whoever_runs_it():
+    """rfactor's BlockReplacer check thrown in reduction.cc while DLight's default schedule
+    runs (no tvmfuzz step), and compute_at.cc's region pattern check raised by
+    reverse_compute_at, are the known entries that name that check and file; the same
+    message from another file is not."""
+    from fuzz.triage import schedule_known_bug
+
+    dlight = {"verdict": "fail", "kind": "crash", "stage": "build",
+              "message": "Check failed: block_realize == old_block_realize_.get() (0x1 vs. 0x2) :",
+              "throw_site": "src/s_tir/schedule/primitive/reduction.cc:1356",
+              "extra": {"failing_pass": "ApplyDefaultSchedule"}}
+    assert schedule_known_bug(dlight)["id"] == "rfactor-after-reverse_compute_at"
+    rca = {"verdict": "fail", "kind": "crash", "stage": "schedule",
+           "message": "Check failed: (var.has_value()) is false: TensorRegion pattern match "
+                      "failed: v0 * T.int64(4) + v1",
+           "throw_site": "src/s_tir/schedule/primitive/compute_at.cc:493",
+           "extra": {"failing_step": {"func": "f", "prim": "reverse_compute_at"}}}
+    assert schedule_known_bug(rca)["id"] == "compute_at-fused-layout"
+    assert schedule_known_bug(dict(dlight, throw_site="src/other.cc:1")) is None
+
+
+def test_a_malformation_tvm_never_validates_is_one_bug_whatever_meets_it():
+    """A negative elem_offset accepted at construction fails MakePackedAPI's check on a
+    parameter and damages memory at run time through a view: one missing validation, one
+    bug. Another malformation is another bug; a valid case keeps its own key."""
+    from fuzz.tir import model as M
+
+    def mutant(why):
+        a = M.BufDecl("A", [8], "float32", how="match_buffer", elem_offset=-1)
+        return M.TirProgram("main", [a], [], {"seed": 0, "mode": "near-valid", "invalid": why})
+
+    late = {"verdict": "fail", "kind": "late_validation", "stage": "build",
+            "message": "Check failed: value >= 0 (-1 vs. 0) : Literal value -1 is negative for "
+                       "unsigned integer type uint64", "throw_site": "src/ir/expr.cc:808",
+            "extra": {"failing_pass": "tirx.MakePackedAPI"}}
+    death = {"verdict": "fail", "kind": "signal", "stage": "run", "error_type": "SIGABRT",
+             "message": "killed by SIGABRT in run", "extra": {}}
+    k1 = root_key(mutant("p1: negative elem_offset -1"), late)
+    assert k1 == root_key(mutant("w1: negative elem_offset -3"), death)
+    assert k1 == "unvalidated layout | negative elem_offset"
+    assert root_key(mutant("p0: stride 3 smaller than the inner extent 4"), late) != k1
+    valid = mutant("")
+    valid.meta = {"seed": 0, "mode": "valid"}
+    assert root_key(valid, death) == bug_key(death)

@@ -1026,6 +1026,9 @@ SCHEDULE_NOISE = (
     # VectorizeLoop refuses, by design, a loop of symbolic extent on a target without
     # scalable vectors (x86): "Failed to vectorize loop with extent m for target ...".
     "Failed to vectorize loop with extent",
+    # UnrollLoop refuses, the same way, an explicit unroll (the unroll primitive) of a loop
+    # whose extent is symbolic: "Cannot unroll non-constant loop".
+    "Cannot unroll non-constant loop",
 )
 
 

@@ -7,6 +7,8 @@ and ``tvm.runtime.tensor`` exist in each, and the one API difference that matter
 """
 from __future__ import annotations
 
+import re
+
 from typing import Optional
 
 import numpy as np
@@ -115,9 +117,11 @@ def known_bug(prog: TirProgram, error: Optional[str] = None) -> Optional[str]:
                                          for s in walk(prog.body)):
             return ("local scalar (x: T.float32 = v) inside a T.sblock: the parser's own "
                     "well-formed check says buffer x is used without a DeclBuffer")
-        if "exceeds range of bool" in error and _casts_to_bool(prog):
-            return ("cast to bool of an integer or float constant (also a loop variable after "
-                    "unrolling) folds to an out-of-range bool IntImm and aborts")
+        m = re.search(r"exceeds range of (\w+)", error)
+        if m and _casts_to(prog, m.group(1)):
+            return ("a cast of a constant (also a loop variable after unrolling) to a type that "
+                    "cannot hold it folds to an out-of-range IntImm and aborts (bool, or e.g. "
+                    "T.Cast(\"int8\", T.uint8(255)): 'Literal value 255 exceeds range of int8')")
         if "negative uint" in error and _uses_uint(prog):
             return ("unsigned comparison with a constant in an unrolled loop: the simplifier "
                     "builds 0U - cU and aborts")
@@ -178,8 +182,8 @@ def _has(e, kind: str) -> bool:
     return any(x[0] == kind for x in expr_nodes(e))
 
 
-def _casts_to_bool(prog: TirProgram) -> bool:
-    return any(e[0] == "cast" and e[1] == "bool" for e in _exprs(prog))
+def _casts_to(prog: TirProgram, dtype: str) -> bool:
+    return any(e[0] == "cast" and e[1] == dtype for e in _exprs(prog))
 
 
 def _uses_uint(prog: TirProgram) -> bool:

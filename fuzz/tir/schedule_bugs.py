@@ -5,6 +5,9 @@ test); fuzz/triage.py names a finding that matches one as ``known``.
 from __future__ import annotations
 
 
+# A crash entry's "site" (optional) is the source file of the check that fails: the same check
+# there, raised while DLight's default schedule or another primitive sharing the code (compute_at
+# and reverse_compute_at) runs it, is the same defect.
 # Each is a schedule on STANDARD[module]; "expect" is what TVM does: "mismatch" (wrong results),
 # "crash: <first line>" (an exception while scheduling), "memory" (an out-of-bounds access at
 # run time: heap corruption, a signal, or wrong results, depending on the heap). Campaigns keep
@@ -35,6 +38,7 @@ KNOWN_BUGS = [
                _s("rfactor", "C", loop=4, factor_axis=1)]},
     {"id": "rfactor-after-reverse_compute_at", "blame": "rfactor", "module": "matmul",
      "expect": "crash: Check failed: block_realize == old_block_realize_.get()",
+     "site": "src/s_tir/schedule/primitive/reduction.cc",
      "note": "rfactor of a reduction whose loop nest holds another block: InternalError "
              "instead of a ScheduleError",
      "steps": [_s("reverse_compute_at", "D", target="C", loop=1, preserve_unit_loops=False,
@@ -85,6 +89,7 @@ KNOWN_BUGS = [
                _s("fuse_reduction_epilogue", "C", target="D")]},
     {"id": "compute_at-fused-layout", "blame": "transform_layout", "module": "matmul",
      "expect": "crash: Check failed: (var.has_value()) is false: TensorRegion pattern match failed",
+     "site": "src/s_tir/schedule/primitive/compute_at.cc",
      "note": "compute_at after transform_layout fused the consumer's read: a ValueError from "
              "an internal check instead of a ScheduleError",
      "steps": [_s("transform_layout", "D", buffer=["read", 0],
