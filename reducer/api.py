@@ -181,7 +181,7 @@ def reduce_case(program: Program, *, signature: Optional[str] = None,
         best, cancelled = _run(driver, program, ops.passes(program, first), max_rounds, log)
         outcome = _final_outcome(oracle, best, first, interesting)
         script, module_json = _print_case(pool, best, outcome)
-        trace = _tir_trace(pool, best)
+        trace = _tir_trace(pool, best, outcome)
         repro = _repro_extras(pool, best, outcome, module_json,
                               near_valid=best.meta.get("mode") == "near-valid")
         stats = _stats(oracle, driver, t0, cancelled, ops.size(program), ops.size(best),
@@ -347,11 +347,13 @@ def _final_outcome(oracle: Oracle, best, first: dict, interesting) -> dict:
     return dict(outcome, reproduction={"reproduced": same, "replays": REPLAYS})
 
 
-def _tir_trace(pool: SandboxPool, prog) -> Optional[str]:
+def _tir_trace(pool: SandboxPool, prog, outcome: Optional[dict] = None) -> Optional[str]:
     """A TIR case's schedule as TVM's trace (for repro.py); None for other cases."""
     if prog.ir != "tir" or not (prog.meta.get("schedule") or {}).get("applied"):
         return None
-    r = pool.run({"kind": "tir_trace", "program": prog.to_json()})
+    o = outcome or {}
+    r = pool.run({"kind": "tir_trace", "program": prog.to_json(),
+                  "signal": o.get("kind") == "signal" and o.get("stage") == "schedule"})
     return r["result"]["trace"] if r.get("status") == "ok" else ""
 
 
@@ -383,7 +385,9 @@ def _repro_extras(pool: SandboxPool, subject, outcome: dict, module_json: str,
     vs = variants or failing_variants(program, outcome)
     if any(v.get("pipeline") == "scheduled" for v in vs):
         job = {"kind": "schedule_trace", "variants": vs, "near_valid": near_valid,
-               "steps": (outcome.get("extra") or {}).get("schedule") or []}
+               "steps": (outcome.get("extra") or {}).get("schedule") or [],
+               # a death in a schedule step: its call is written down, never made
+               "signal": outcome.get("kind") == "signal" and outcome.get("stage") == "schedule"}
         job.update({"program": program.to_json()} if program is not None else {"text": subject})
         r = pool.run(job)
         out["schedule_traces"] = (r["result"]["traces"] if r.get("status") == "ok" else
@@ -426,7 +430,7 @@ def report_input(kind: str, subject_value, *, out_dir: Path, timeout: float = 60
         first = dict(first, reproduction={"reproduced": REPLAYS, "replays": REPLAYS})
         script, module_json = (_print_case(pool, subject_value, first) if kind == "case"
                                else (subject_value, ""))
-        trace = _tir_trace(pool, subject_value) if kind == "case" else None
+        trace = _tir_trace(pool, subject_value, first) if kind == "case" else None
         repro = _repro_extras(pool, subject_value, first, module_json, variants)
     size = (_case_ops(subject_value).size(subject_value) if kind == "case"
             else script_bindings(subject_value))

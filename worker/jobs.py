@@ -106,7 +106,7 @@ def _schedule_trace(job: dict) -> dict:
                 except Exception:  # noqa: BLE001 - the step that raised is recorded too
                     pass
                 steps = list(V.LAST_SCHEDULE)
-            got["traces"] = TS.step_traces(m, steps)
+            got["traces"] = TS.step_traces(m, steps, dry_last=bool(job.get("signal")))
             raise _TraceTaken()
 
         try:
@@ -134,7 +134,8 @@ def _tir_trace(job: dict) -> dict:
     from worker.tir_schedule import case_trace
 
     try:
-        return {"trace": case_trace(Program.from_json(job["program"]))}
+        return {"trace": case_trace(Program.from_json(job["program"]),
+                                    dry_last=bool(job.get("signal")))}
     except Exception as e:  # noqa: BLE001
         return {"trace": "", "error": f"{type(e).__name__}: {str(e).strip()[:300]}"}
 

@@ -876,36 +876,26 @@ def apply_schedule(mod, applied: list[dict]):
     return _join(mod, parts)
 
 
-def trace_lines(mod, applied: list[dict]) -> list[str]:
-    """``applied`` as the Python TVM's own schedule trace prints, step after step (so a
-    reproducer replays it with plain TVM). The trace stops before a step that raises."""
-    lines: list[str] = []
-    for step in applied:
-        sch = _new_schedule(mod, step["func"])
-        try:
-            _do(_Ctx(sch, step), step)
-        finally:
-            lines += [ln for ln in sch.trace.as_python() if ln.strip()]
-        mod = _join(mod, {step["func"]: sch.mod})
-    return lines
-
-
 # --- a schedule as TVM's own trace, per step (repro.py of a Relax "scheduled" finding) --------
-def step_traces(mod, steps: list[dict], own_calls: bool = False) -> list[dict]:
+def step_traces(mod, steps: list[dict], own_calls: bool = False,
+                dry_last: bool = False) -> list[dict]:
     """``steps`` (as ``random_schedule`` applied them to ``mod``) as TVM's own trace, one
     ``{"func", "trace": [python lines]}`` per step, for ``replay_traces``. A step TVM crashes
     on is never in TVM's trace: its lookups are, and the primitive's call is written as Python
     from the arguments it was given (``own_calls``: so for every step, which tests use);
     ``"crashes"`` names the exception and the steps stop there. ``"unwritable"``: that call has
-    an argument with no Python spelling."""
+    an argument with no Python spelling. ``dry_last``: the last step kills the process (a
+    death by signal), so its primitive is written down and never called."""
     out: list[dict] = []
-    for step in steps:
+    for k, step in enumerate(steps):
         func = step["func"]
         sch = _new_schedule(mod, func)
-        rec = _CallRecorder(sch)
+        rec = _CallRecorder(sch, dry=dry_last and k == len(steps) - 1)
         entry: dict = {"func": func}
         try:
             _do(_Ctx(rec, step), step)
+        except _DryRun:
+            entry["crashes"] = "a signal (not called while tracing)"
         except BaseException as e:
             entry["crashes"] = type(e).__name__
         lines = [ln for ln in sch.trace.as_python()]
@@ -928,10 +918,11 @@ class _CallRecorder:
     schedule (so lookups land in its trace), and the primitive's call is also written down as
     Python over the trace's names, the one thing TVM's trace lacks when the primitive raises."""
 
-    def __init__(self, sch):
+    def __init__(self, sch, dry: bool = False):
         self._sch = sch
         self.call: Optional[str] = None
         self.before = 0
+        self.dry = dry   # write the primitive's call down, do not make it (it kills)
 
     def __getattr__(self, name):
         attr = getattr(self._sch, name)
@@ -941,10 +932,15 @@ class _CallRecorder:
         def call(*args, **kwargs):
             self.before = len(self._sch.trace.insts)   # the lookups' lines come first
             self.call = _python_call(self._sch, name, args, kwargs)
+            if self.dry:
+                raise _DryRun()
             return attr(*args, **kwargs)
 
         return call
 
+
+class _DryRun(Exception):
+    """The primitive's call was written down and not made."""
 
 def _rv_names(trace) -> list:
     """(random variable, its name in ``trace.as_python()``): TVM names the outputs of the
@@ -1005,15 +1001,18 @@ def replay_traces(mod, traces):
 REPRO_CODE = (_tvm, _new_schedule, _verify, _join, replay_traces)
 
 
-def case_trace(prog) -> str:
+def case_trace(prog, dry_last: bool = False) -> str:
     """The recorded schedule steps as the Python TVM's trace prints (run in the sandbox or
-    wherever TVM is importable). Empty when the case has no schedule."""
+    wherever TVM is importable), the call of a step that raises included (TVM's trace leaves
+    it out); ``dry_last``: the last step kills the process, so it is written, not run. Empty
+    when the case has no schedule."""
     steps = (prog.meta.get("schedule") or {}).get("applied") or []
     if not steps:
         return ""
     from fuzz.tir.build import materialize_tir
 
-    return "\n".join(trace_lines(materialize_tir(prog), steps))
+    traces = step_traces(materialize_tir(prog), steps, dry_last=dry_last)
+    return "\n".join(ln for t in traces for ln in t["trace"])
 
 
 # --- build failures that are the schedule's fault, not TVM's ------------------------------------
