@@ -10,7 +10,6 @@ import re
 import time
 import posixpath
 import traceback
-from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
 import numpy as np
@@ -21,6 +20,7 @@ from fuzz.inputs import make_inputs
 from fuzz.materialize import (InferenceMismatch, MaterializeError, from_script, materialize,
                               to_script)
 from fuzz.model import Program
+from fuzz.outcome import Outcome  # noqa: F401 - the judges' result, re-exported
 
 from . import breadcrumb
 from fuzz.signature import signature
@@ -28,27 +28,6 @@ from .variants import (BASE, SCHEDULE_PASS, Variant, build, load_vm, nvcc_availa
                        nvcc_compile)
 
 STAGES = ("materialize", "well_formed", "build", "vm_load", "run", "reference", "compare")
-
-
-@dataclass
-class Outcome:
-    # "pass"; "fail" (a finding); "invalid" (a generator defect: TVM refused to construct the
-    # program); "rejected" (a near-valid mutant that verifier and build both refuse)
-    verdict: str
-    kind: str = ""               # crash, numeric, verifier_build, ...
-    stage: str = ""
-    error_type: str = ""
-    message: str = ""
-    throw_site: str = ""          # C++ file:line of TVM's throw, when there is one
-    detail: str = ""
-    seconds: float = 0.0
-    target: str = "llvm"
-    extra: dict = field(default_factory=dict)
-
-    def to_json(self) -> dict:
-        d = asdict(self)
-        d["signature"] = signature(d)
-        return d
 
 
 def tvm_throw_site(exc: BaseException) -> str:
