@@ -228,3 +228,23 @@ def test_results_through_a_view_are_not_compared_after_a_schedule():
     b = M.BufDecl("B", [8], "float32")
     read = [body[0], M.For("i", 8, "serial", [M.Store("B", [i], M.load("w", [i]))])]
     assert _exact(M.TirProgram("main", [a, b], read, {"seed": 0}), {"schedule": [step]})
+
+
+def test_call_tir_needs_outputs_that_do_not_read_their_old_contents():
+    """B[i] = 1 if B[i] > 100 else 0 reads B's old contents, though adding 1 to them (the
+    old perturbation: inputs lie in [-8, 8]) never shows it; call_tir would hand it fresh,
+    uninitialized memory, so it is not called that way."""
+    from fuzz.tir import reference as TR
+    from worker.tir_execute import call_tir_outputs
+
+    a = M.BufDecl("A", [4], "float32")
+    b = M.BufDecl("B", [4], "float32")
+    i = M.var("i")
+    cond = M.binop(">", M.load("B", [i]), M.const("float32", 100.0))
+    body = [M.For("i", 4, "serial", [M.Store("B", [i], M.binop("+", M.load("A", [i]), M.select(
+        cond, M.const("float32", 1.0), M.const("float32", 0.0))))])]
+    prog = M.TirProgram("main", [a, b], body, {"seed": 0, "mode": "valid", "outputs": ["B"]})
+    assert call_tir_outputs(prog, TR.make_inputs(prog, 0)) is None
+    plain = M.TirProgram("main", [a, b], [M.For("i", 4, "serial", [M.Store(
+        "B", [i], M.load("A", [i]))])], {"seed": 0, "mode": "valid", "outputs": ["B"]})
+    assert call_tir_outputs(plain, TR.make_inputs(plain, 0)) == ["B"]

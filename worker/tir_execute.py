@@ -153,7 +153,9 @@ def run_tir_case(prog, variants: Optional[list] = None, input_seed: int = 0,
                 extra["guilty_step"] = _guilty_step(unscheduled, prog, v, inputs, expected,
                                                     extra["schedule"])
             key = _numeric_key(prog, diff, v, extra)
-            uninit = _reads_uninitialized(lambda: _run(built, prog, inputs), got, v)
+            uninit = _reads_uninitialized(
+                (lambda: _run_call_tir(built, prog, inputs, outs)) if v.pipeline == "call_tir"
+                else (lambda: _run(built, prog, inputs)), got)
             return done(Outcome("fail", "numeric", "compare", "", diff.split(";")[0], "", diff,
                                 extra={"numeric_key": key, "reads_uninitialized": uninit}), v)
         if first is not None and exact:
@@ -203,14 +205,14 @@ def _guilty_step(mod, prog, v: Variant, inputs: dict, expected: dict, steps: lis
     return steps[hi - 1]
 
 
-def _reads_uninitialized(rerun, got, v: Variant):
-    """Whether the result moves with the fill of fresh memory (worker/uninit.py; None: not
-    checked, as for call_tir variants, which allocate through Relax). Recorded beside the
-    finding, not in its signature: TVM's workspace pool reuses memory between runs, so the
+def _reads_uninitialized(rerun, got):
+    """Whether the result moves with the fill of fresh memory (worker/uninit.py; a call_tir
+    variant reruns through the Relax VM, whose storage comes from malloc too). Recorded beside
+    the finding, not in its signature: TVM's workspace pool reuses memory between runs, so the
     check can miss, and a signature must not change from one replay to the next."""
     from .uninit import reads_uninitialized
 
-    return None if v.pipeline == "call_tir" else reads_uninitialized(rerun, got)
+    return reads_uninitialized(rerun, got)
 
 
 def _exact(prog, extra: dict) -> bool:
@@ -330,11 +332,21 @@ def call_tir_outputs(prog, inputs: dict, expected: Optional[dict] = None) -> Opt
 
 
 def _scramble(a):
+    """Other initial contents for an output: random values far from the first ones (a
+    function reading its output before writing it gives another result on them). Adding 1
+    was too weak a change: a comparison or a clamp of the old contents could absorb it."""
     import numpy as np
 
+    rng = np.random.default_rng(20261125)
     if a.dtype == bool:
         return ~a
-    return (a + np.ones_like(a)).astype(a.dtype)
+    if np.issubdtype(a.dtype, np.integer):
+        info = np.iinfo(a.dtype)
+        lo, hi = max(int(info.min), -(1 << 20)), min(int(info.max), 1 << 20)
+        other = rng.integers(lo, hi, size=a.shape, endpoint=True).astype(a.dtype)
+        return np.where(other == a, other ^ 1, other).astype(a.dtype)
+    other = rng.uniform(-1e3, 1e3, size=a.shape)
+    return np.where(other == a.astype("float64"), other + 1, other).astype(a.dtype)
 
 
 def _same(a, b) -> bool:
