@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import functools
-from typing import Any
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -174,10 +174,17 @@ def _build_function(bb, f: Function, gvars: dict, private: bool, check_types: bo
         bb.emit_func_output(env[f.ret])
 
 
+# Called with each node's op before it is built (or None): the sandbox leaves it as a
+# breadcrumb, so a segfault while the module is constructed names the op that caused it.
+on_node: Optional[Callable[[str], None]] = None
+
+
 def _emit_block(bb, block, env, scope, gvars, used_later, check_types=False) -> list[str]:
     _, relax, _ = _tvm()
     outs = []
     for node in block.nodes:
+        if on_node is not None:
+            on_node(node.op)
         if node.op == "match_cast":
             t = ty_from_json(node.attrs["ty"])
             env[node.name] = bb.match_cast(env[node.args[0]], scope.sinfo(t), name_hint=node.name)

@@ -219,10 +219,13 @@ def _native_frame(outcome: dict, root: bool = False) -> str:
     of tvm-ffi's segfault backtrace. In the run stage the fault is in generated code, so the
     frame says nothing: the VM call that was running does (``extra["kernel"]``, a PrimFunc or
     builtin; for the bug key (``root``) without the numeric suffix LegalizeOps adds to a
-    second PrimFunc of one op: take1 is take)."""
+    second PrimFunc of one op: take1 is take). While the module is constructed, the op whose
+    node was being built (``extra["op"]``)."""
     if outcome.get("kind") != "signal":
         return ""
     extra = outcome.get("extra") or {}
+    if outcome.get("stage") == "materialize" and extra.get("op"):
+        return f"in op {extra['op']}"   # Python's faulthandler hides the C++ frames there
     if outcome.get("stage") == "run":
         kernel = extra.get("kernel") or ""
         if root:

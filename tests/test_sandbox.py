@@ -154,6 +154,25 @@ def test_a_segfault_in_tvms_cpp_names_its_native_frame():
     assert native_frames("Fatal Python error: Segmentation fault\n") == []
 
 
+def test_a_segfault_while_the_module_is_constructed_names_the_op():
+    """attention_bias over a tensor whose shape a mutant erased segfaults in its type
+    inference: Python's faulthandler hides the C++ frames, so the op whose node was being
+    built (a breadcrumb) names it: not one 'memory fault in materialize' for every op."""
+    from worker.sandbox_runner import SandboxRunner
+    from worker.user_input import read_input
+
+    kind, prog = read_input(Path(__file__).parent / "data" / "relax_materialize_segfault.json")
+    runner = SandboxRunner(timeout=120)
+    try:
+        out = runner(prog)
+    finally:
+        runner.close()
+    assert (out["kind"], out["stage"]) == ("signal", "materialize"), out
+    assert out["extra"]["op"] == "relax.nn.attention_bias"
+    assert out["signature"].endswith("| in op relax.nn.attention_bias")
+    assert bug_key(out) == "signal | materialize | memory fault | in op relax.nn.attention_bias"
+
+
 def test_a_segfault_inside_a_schedule_primitive_names_the_step():
     from worker import tir_schedule as TS
     from worker.sandbox_runner import outcome_from_result

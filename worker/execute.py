@@ -5,6 +5,7 @@ says where TVM broke: materialize, well_formed, build, vm_load, run, compare.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import time
@@ -153,7 +154,8 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
 
     breadcrumb.mark(stage="materialize")
     try:
-        mod = materialize(program, check_types=not near_valid)
+        with _ops_marked():
+            mod = materialize(program, check_types=not near_valid)
     except InferenceMismatch as e:
         # Class 2: TVM's inferred shape or dtype is not what the op computes.
         return done(_fail("materialize", e, kind="shape_inference",
@@ -280,6 +282,20 @@ def finish(o: Outcome, t0: float, v: Variant, steps: list) -> Outcome:
     if steps:
         o.extra.setdefault("schedule", list(steps))
     return o
+
+
+@contextlib.contextmanager
+def _ops_marked():
+    """While a module is constructed in a sandbox child, the op of each node is left as a
+    breadcrumb: a segfault in an op's type inference names that op."""
+    from fuzz import materialize as M
+
+    M.on_node = (lambda op: breadcrumb.mark(op=op)) if breadcrumb.active() else None
+    try:
+        yield
+    finally:
+        M.on_node = None
+        breadcrumb.mark(op=None)
 
 
 def watch_kernels(vm) -> None:

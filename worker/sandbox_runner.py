@@ -46,6 +46,8 @@ def outcome_from_result(res: dict, target: str = "llvm") -> dict:
             target = Variant.from_json(where["variant"]).label()
         if where.get("pass"):
             extra["failing_pass"] = where["pass"]
+        if where.get("op") and where.get("stage") == "materialize":
+            extra["op"] = where["op"]   # the node being constructed
         if where.get("kernel") and where.get("stage") == "run":
             extra["kernel"] = where["kernel"]   # the VM call that was running
         if where.get("step"):
