@@ -142,3 +142,15 @@ def test_campaign_reduces_new_buckets_unless_told_not_to(tmp_path):
     assert main(["run", "--time", "10s", "--out", str(out2), "--corpus", str(tmp_path / "c2"),
                  "--no-live", "--no-reduce", "--mode", "near-valid"]) == 0
     assert not (out2 / "reduced").exists()
+
+
+def test_a_folder_named_like_a_package_does_not_shadow_it(tmp_path):
+    """`python -m tvmfuzz` run where the user keeps a store in a folder called `corpus`
+    (tvmfuzz's package of that name) still imports tvmfuzz's own package."""
+    (tmp_path / "corpus").mkdir()
+    r = subprocess.run([sys.executable, "-m", "tvmfuzz", "findings", "--corpus",
+                        str(tmp_path / "store")], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=120, env=ENV)
+    # tvmfuzz's own one-line answer about the missing store, not an ImportError
+    assert r.returncode == 2 and "no corpus at" in r.stderr, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr
