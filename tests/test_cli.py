@@ -148,9 +148,12 @@ def test_a_folder_named_like_a_package_does_not_shadow_it(tmp_path):
     """`python -m tvmfuzz` run where the user keeps a store in a folder called `corpus`
     (tvmfuzz's package of that name) still imports tvmfuzz's own package."""
     (tmp_path / "corpus").mkdir()
+    # as a user runs it: the installed tvmfuzz (pip install -e . puts no directory on
+    # sys.path, so the working directory's namespace folder would win)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     r = subprocess.run([sys.executable, "-m", "tvmfuzz", "findings", "--corpus",
                         str(tmp_path / "store")], cwd=tmp_path, capture_output=True, text=True,
-                       timeout=120, env=ENV)
+                       timeout=120, env=env)
     # tvmfuzz's own one-line answer about the missing store, not an ImportError
     assert r.returncode == 2 and "no corpus at" in r.stderr, r.stdout + r.stderr
     assert "Traceback" not in r.stderr
