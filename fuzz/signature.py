@@ -38,7 +38,7 @@ _OFFENDING = re.compile(r"Offending call:\s*R\.([\w.]+)\(")
 CODEGEN_REFUSAL = "cannot emit this Relax operator directly"
 
 # Bumped whenever bug_key's definition changes: a corpus then recomputes its buckets' bug ids.
-BUG_KEY_VERSION = 5
+BUG_KEY_VERSION = 6
 
 # --- names ---------------------------------------------------------------------------------
 PLACEHOLDER = "$"
@@ -240,6 +240,8 @@ _MEMORY_SIGNALS = {"SIGSEGV", "SIGABRT", "SIGBUS"}
 # A round trip's message ends with the access path of what differs or is undefined.
 _ROUNDTRIP_FIELD = re.compile(r"(?:round trip changes the PrimFunc|undefined variable \$) at "
                               r"\.\.\.(\w+)\.?$")
+_IR_PLACE = re.compile(r"\. It was first defined at .*$|\.?\s+While this variable was "
+                       r"previously defined at .*$| at \.\.\.[\w\[\]\.]*")
 _UNKNOWN_INTRINSIC = re.compile(r"unknown intrinsic Op\(tirx\.\w+\)")
 _UNRESOLVED_MATH = re.compile(r"Unresolved call Op\(tirx\.(?!tvm_)\w+\)")
 
@@ -298,6 +300,10 @@ def bug_key(outcome: dict) -> str:
             ops = [m.group(0) for m in _OPS_NAMED.finditer(msg[b:])]
             parts.append(" ".join([f"Check failed: {msg[a:b]}"] + ops))
         else:
+            # TVM's well-formedness messages end with where in the IR the definition or use
+            # is (`at ...alloc_buffers`, `at ...var`, `at ...indices`): one primitive's one
+            # mistake shows at whichever kind of node the case had there.
+            msg = _IR_PLACE.sub("", msg)
             # LLVM's "unknown intrinsic Op(tirx.acos)": one missing lowering (of the float16
             # math intrinsics), whichever intrinsic a program reaches first.
             msg = _UNKNOWN_INTRINSIC.sub("unknown intrinsic Op(tirx.*)", msg)

@@ -283,3 +283,24 @@ def test_a_tir_wrong_result_made_by_a_primitive_is_one_bug_whatever_the_dtype():
     assert bug_id(numeric("tir int8")) != bug_id(numeric("tir float32"))
     assert signature(numeric("tir int32 after cache_read")) != \
         signature(numeric("tir float32 after cache_read"))
+
+
+def test_where_in_the_ir_a_redefinition_shows_is_not_part_of_the_bug():
+    """loop_partition copies a block without fresh definitions: the verifier names a block
+    iter var in one case and a block-allocated buffer in another (access paths ...var and
+    ...alloc_buffers). One primitive's one mistake: one bug; the signatures stay apart."""
+    def crash(msg):
+        return {"verdict": "fail", "kind": "crash", "stage": "schedule",
+                "error_type": "InternalError", "message": msg,
+                "extra": {"failing_step": {"prim": "loop_partition"}}}
+
+    root = '<root>.functions[I.GlobalVar("main")].body.block.body.seq[1].block'
+    var = crash(f"ValueError: TIR is ill-formed, due to multiple definitions of variable v5. "
+                f"It was first defined at {root}.iter_vars[0].var, and was later re-defined "
+                f"at {root}.iter_vars[0].var")
+    buf = crash(f"ValueError: TIR is ill-formed, due to multiple definitions of variable t3. "
+                f"It was first defined at {root}.alloc_buffers[0], and was later re-defined "
+                f"at {root}.alloc_buffers[0]")
+    assert bug_id(var) == bug_id(buf) and signature(var) != signature(buf)
+    nested = crash(buf["message"].replace("multiple definitions", "multiple nested definitions"))
+    assert bug_id(nested) != bug_id(buf)
