@@ -126,14 +126,14 @@ def _tolerances(program: Optional[Program]) -> dict:
 def shared_code() -> str:
     """The worker's own code a repro.py runs, as its source (``inspect.getsource``): how a
     variant is built (worker.variants), the pass watch and the round-trip check
-    (worker.execute, fuzz.materialize), the schedule replay (worker.tir_schedule) and the
+    (worker.execute, fuzz.materialize), the schedule replay (worker.schedule_trace) and the
     inputs of a TVMScript file (worker.script_inputs). One copy: what the reproducer runs is
     what the finding ran."""
     import inspect
     import textwrap
 
     from fuzz import materialize as M
-    from worker import execute, script_inputs, tir_schedule, variants
+    from worker import execute, schedule_trace, script_inputs, variants
 
     # The pass watch tells the sandbox where a child died (worker/breadcrumb.py); a repro.py
     # runs alone, so that call does nothing there.
@@ -142,7 +142,7 @@ def shared_code() -> str:
              "    @staticmethod\n    def mark(**where):\n        pass"]
     for module, objs, consts in (
             (variants, variants.REPRO_CODE, variants.REPRO_CONSTANTS),
-            (tir_schedule, tir_schedule.REPRO_CODE, ()),
+            (schedule_trace, schedule_trace.REPRO_CODE, ()),
             (execute, execute.REPRO_CODE, execute.REPRO_CONSTANTS),
             (M, (M.to_script, M.from_script), ()),
             (script_inputs, script_inputs.REPRO_CODE, ())):

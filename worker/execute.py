@@ -316,7 +316,7 @@ def watch_kernels(vm) -> None:
 
 
 def _schedule_noise(e: BaseException) -> bool:
-    from .tir_schedule import is_schedule_noise
+    from .schedule_noise import is_schedule_noise
 
     return is_schedule_noise(str(e))
 

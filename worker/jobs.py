@@ -131,7 +131,7 @@ def _tir_trace(job: dict) -> dict:
     the step that crashes TVM is not in the trace, so a crash while tracing gives what
     was traced before it."""
     from fuzz.model import Program
-    from worker.tir_schedule import case_trace
+    from worker.schedule_trace import case_trace
 
     try:
         return {"trace": case_trace(Program.from_json(job["program"]),

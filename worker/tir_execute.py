@@ -86,7 +86,7 @@ def run_tir_case(prog, variants: Optional[list] = None, input_seed: int = 0,
         except _Refused as e:
             return done(Outcome("invalid", "generator", "schedule", "StepRefused", str(e)))
         except Exception as e:  # noqa: BLE001
-            from .tir_schedule import failed_step
+            from .schedule_steps import failed_step
 
             step, before = failed_step(e)
             if step is not None:   # the crashing step is kept, so a replay crashes the same way
@@ -112,7 +112,7 @@ def run_tir_case(prog, variants: Optional[list] = None, input_seed: int = 0,
         except _Noise as e:
             return done(Outcome("rejected", "phase_ordering", "passes", "", str(e)), v)
         except Exception as e:  # noqa: BLE001
-            from .tir_schedule import is_schedule_noise
+            from .schedule_noise import is_schedule_noise
 
             if sched and is_schedule_noise(str(e)):
                 # A lowering precondition no primitive checks (nested parallel loops).
@@ -223,7 +223,7 @@ def _exact(prog, extra: dict) -> bool:
     reverse) is outside what the primitives promise. Views only read are no such case."""
     from fuzz.tir.model import Store, walk
 
-    from .tir_schedule import is_exact
+    from .schedule_steps import is_exact
 
     steps = extra.get("schedule") or []
     if steps:

@@ -172,7 +172,7 @@ SCHEDULE_PASS = "tvmfuzz.RandomSchedule"   # the pass name tvmfuzz's own schedul
 # a reproducer builds with the very code the finding was built with. ``schedule`` is what the
 # "scheduled" pipeline does between LegalizeOps and the default build: in the worker a random
 # s_tir schedule drawn from the variant's seed (``build`` below), in a repro.py the replay of
-# the schedule that was applied, as TVM's own trace (worker.tir_schedule.replay_traces).
+# the schedule that was applied, as TVM's own trace (worker.schedule_trace.replay_traces).
 def target_for(variant):
     """The TVM target of a variant (a dict as 0.27 takes it; CUDA gets an llvm host)."""
     import tvm

@@ -1,6 +1,7 @@
 """TVM 0.27 defects that random s_tir schedules meet, as minimal reproductions (data only: no
-TVM import). worker/tir_schedule.py checks and uses them (STABLE_PRIMITIVES, the self-check
-test); fuzz/triage.py names a finding that matches one as ``known``.
+TVM import). worker/schedule_steps.py uses them (STABLE_PRIMITIVES), worker/schedule_standard.py
+re-exports them next to the modules they run on (the self-check test); fuzz/triage.py names a
+finding that matches one as ``known``.
 """
 from __future__ import annotations
 
