@@ -378,3 +378,27 @@ def test_a_malformation_tvm_never_validates_is_one_bug_whatever_meets_it():
     valid = mutant("")
     valid.meta = {"seed": 0, "mode": "valid"}
     assert root_key(valid, death) == bug_key(death)
+
+
+def test_batch_norm_in_half_precision_is_one_known_bug_whoever_meets_its_outputs():
+    """batch_norm(training=True) on float16 legalizes to float32 outputs; the op consuming
+    them refuses mixed dtypes (log_add_exp here, a second batch_norm elsewhere): the known
+    entry explains both, so they are one bug."""
+    from worker.execute import compile_and_run
+
+    h = TensorTy([6, 2, 5], "float16")
+    v = TensorTy([2], "float16")
+    bn = {"axis": 1, "center": True, "epsilon": 1e-3, "momentum": 0.9, "scale": True,
+          "training": True}
+    from fuzz.model import TupleTy
+
+    nodes = [Node("v1", "relax.nn.batch_norm", ["x", "g", "b", "m", "s"], bn,
+                  TupleTy([h, v, v])),
+             Node("v2", "get_item", ["v1"], {"index": 2}, v),
+             Node("v3", "relax.log_add_exp", ["v2", "g"], {}, v)]
+    prog = Program([Function("main", [Param("x", h)] + [Param(n, v) for n in "gbms"],
+                             [Block(True, nodes)], "v3")], "main", {"mode": "valid", "seed": 1})
+    o = compile_and_run(prog).to_json()
+    assert "float32" in o["message"] and o["verdict"] == "fail", o
+    status, why = auto_status(prog, o)
+    assert status == KNOWN and "batch_norm on float16" in why

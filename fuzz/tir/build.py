@@ -118,7 +118,9 @@ def known_bug(prog: TirProgram, error: Optional[str] = None) -> Optional[str]:
             return ("local scalar (x: T.float32 = v) inside a T.sblock: the parser's own "
                     "well-formed check says buffer x is used without a DeclBuffer")
         m = re.search(r"exceeds range of (\w+)", error)
-        if m and _casts_to(prog, m.group(1)):
+        if "cannot make uint from negative value" in error:
+            m = re.search(r"(uint)", error)   # a negative float cast to an unsigned type
+        if m and any(e[0] == "cast" and str(e[1]).startswith(m.group(1)) for e in _exprs(prog)):
             return ("a cast of a constant (also a loop variable after unrolling) to a type that "
                     "cannot hold it folds to an out-of-range IntImm and aborts (bool, or e.g. "
                     "T.Cast(\"int8\", T.uint8(255)): 'Literal value 255 exceeds range of int8')")
@@ -180,10 +182,6 @@ def _exprs(prog: TirProgram):
 
 def _has(e, kind: str) -> bool:
     return any(x[0] == kind for x in expr_nodes(e))
-
-
-def _casts_to(prog: TirProgram, dtype: str) -> bool:
-    return any(e[0] == "cast" and e[1] == dtype for e in _exprs(prog))
 
 
 def _uses_uint(prog: TirProgram) -> bool:
