@@ -250,10 +250,14 @@ def _numeric_root(key: str) -> str:
     """A numeric key as the bug key reads it: a TIR wrong result that a schedule step made
     (``tir int32 after cache_read``) is that primitive's bug whatever the buffer's dtype; one
     without a guilty step (``tir int8``, the unscheduled build already wrong) keeps its dtype,
-    which is what the code generator got wrong."""
+    which is what the code generator got wrong. A Relax op's wrong result after a random
+    schedule (``relax.nn.avg_pool3d:float32 after compute_at``) is the guilty primitive's bug
+    too, whichever op's PrimFunc it was applied to."""
     words = key.split(" ")
     if words[0] == "tir" and len(words) > 3 and words[2] == "after" and words[3] != "a":
         return " ".join(words[:1] + words[2:])
+    if words[0].startswith("relax.") and len(words) > 2 and words[1] == "after":
+        return "relax scheduled " + " ".join(words[1:])   # relax.nn.pool:float32 after split
     return key
 
 

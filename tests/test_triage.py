@@ -402,3 +402,21 @@ def test_batch_norm_in_half_precision_is_one_known_bug_whoever_meets_its_outputs
     assert "float32" in o["message"] and o["verdict"] == "fail", o
     status, why = auto_status(prog, o)
     assert status == KNOWN and "batch_norm on float16" in why
+
+
+def test_a_relax_wrong_result_after_a_schedule_names_the_guilty_primitive():
+    """x @ w + b with a random schedule whose loop_partition of the matmul's reduction loop
+    makes the sums wrong: the difference shows at relax.add's output, but a binary search over
+    the schedule's prefixes blames loop_partition, so the finding is that known entry's bug
+    (keyed by the primitive, not by the op whose output showed it)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_repro_fresh import scheduled
+    from worker.execute import compile_and_run
+
+    prog = scheduled(116)
+    o = compile_and_run(prog, prog.meta["variants"]).to_json()
+    assert o["extra"]["guilty_step"]["prim"] == "loop_partition"
+    assert o["signature"] == "numeric | compare | relax.add:float32 after loop_partition"
+    assert bug_key(o) == "numeric | compare | relax scheduled after loop_partition"
+    status, why = auto_status(prog, o)
+    assert status == KNOWN and "loop_partition-reduction-init" in why

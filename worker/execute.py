@@ -251,9 +251,18 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
                     index, text = diff
                     uninit = reads_uninitialized(lambda: reference.flatten(_to_numpy(
                         vm[program.entry](*[_tensor(a, v) for a in args]))), actual)
+                    key, more = reference.numeric_key(program, index), {}
+                    if v.pipeline == "scheduled" and extra_steps:
+                        # The step that made it wrong names the bug, not the op whose output
+                        # shows it (None: no prefix of the schedule is wrong alone).
+                        guilty = _guilty_step(mod, program, v, args, expected, extra_steps,
+                                              workdir)
+                        more["guilty_step"] = guilty
+                        if guilty:
+                            key += f" after {guilty.get('prim')}"
                     return done(Outcome("fail", "numeric", "compare", "", text.split(";")[0],
-                                        "", text, extra={"numeric_key": reference.numeric_key(
-                                            program, index), "reads_uninitialized": uninit}),
+                                        "", text, extra={"numeric_key": key,
+                                                         "reads_uninitialized": uninit, **more}),
                                 v)
             elif first is not None and exact and first[2]:
                 diff = reference.compare(program, first[1], actual)
@@ -313,6 +322,34 @@ def watch_kernels(vm) -> None:
         vm.set_instrument(instrument)
     except Exception:  # noqa: BLE001 - a release or exec mode without instruments: no names
         pass
+
+
+def _guilty_step(mod, program: Program, v: Variant, args, expected, steps: list, workdir):
+    """The schedule step whose prefix of ``steps`` first gives a wrong result (binary search:
+    a few builds, only for a finding); None when even the whole schedule replayed gives the
+    right one (the finding then depends on more than the steps)."""
+    from .schedule_steps import apply_schedule
+
+    def wrong(k: int) -> bool:
+        try:
+            ex = build(mod, v, schedule=lambda m: apply_schedule(m, steps[:k]))
+            vm = load_vm(ex, v, workdir)
+            out = reference.flatten(_to_numpy(vm[program.entry](*[_tensor(a, v)
+                                                                   for a in args])))
+            return bool(reference.compare(program, expected, out))
+        except Exception:  # noqa: BLE001 - a prefix that does not build or run says nothing
+            return False
+
+    lo, hi = 0, len(steps)
+    if wrong(lo) or not wrong(hi):
+        return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if wrong(mid):
+            hi = mid
+        else:
+            lo = mid
+    return steps[hi - 1]
 
 
 def _schedule_noise(e: BaseException) -> bool:
