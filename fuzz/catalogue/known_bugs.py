@@ -135,10 +135,11 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
     KnownBug(("relax.nn.adaptive_avg_pool1d",), ("*",), r"Cannot convert from type `ir\.IntImm`",
              "adaptive_avg_pool1d output_size=None: legalization passes a dim, topi wants a list",
              when=lambda a: a.get("output_size") is None),
-    KnownBug(("relax.nn.batch_norm",), ("float16", "bfloat16"), r"float32",
+    KnownBug(("relax.nn.batch_norm",), ("float16", "bfloat16"), r"float32|Mismatched \S*dtype",
              "batch_norm on float16/bfloat16 legalizes to float32 outputs (all three with "
              "training=True, the normalized data otherwise), so the function's declared type no "
-             "longer holds and the next op that meets them refuses mixed dtypes"),
+             "longer holds and the next op that meets them refuses mixed dtypes (or the VM's "
+             "argument check does, at run time)"),
     KnownBug(("relax.nn.batch_norm",), ("*",), r"list\.remove",
              "batch_norm training=True with a negative axis fails in topi.batch_norm",
              when=lambda a: a.get("training") and a.get("axis", 0) < 0),
