@@ -420,3 +420,22 @@ def test_a_relax_wrong_result_after_a_schedule_names_the_guilty_primitive():
     assert bug_key(o) == "numeric | compare | relax scheduled after loop_partition"
     status, why = auto_status(prog, o)
     assert status == KNOWN and "loop_partition-reduction-init" in why
+
+
+def test_a_fractional_bool_fill_is_the_known_full_bug_in_either_symptom():
+    """full(dtype=bool, fill_value=-0.75): numpy fills True, TVM truncates to 0 and fills
+    False. The known entry for bool fills other than 0/1 (which also crash some builds)
+    explains the wrong result too; a fill of 1 does not match it."""
+    t = TensorTy([4], "bool")
+    node = Node("v1", "relax.full", [], {"dtype": "bool", "fill_dtype": "float32",
+                                          "fill_value": -0.75, "shape": [4]}, t)
+    prog = Program([Function("main", [], [Block(True, [node])], "v1")], "main",
+                   {"mode": "valid", "seed": 1})
+    o = {"verdict": "fail", "kind": "numeric", "stage": "compare",
+         "message": "output 0 (bool): 4/4 differ",
+         "detail": "output 0 (bool): 4/4 differ; at (0,) got np.False_, expected np.True_",
+         "extra": {"numeric_key": "relax.full:bool"}}
+    status, why = auto_status(prog, o)
+    assert status == KNOWN and "relax.full" in why
+    node.attrs["fill_value"] = 1
+    assert auto_status(prog, o)[0] == NEW

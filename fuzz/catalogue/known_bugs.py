@@ -65,8 +65,13 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
              r"multiple types of integer divisions",
              "scatter_elements reduction='mean' on integers: topi's mean_func divides with '/'",
              when=lambda a: a.get("reduction") == "mean"),
-    KnownBug(("relax.full", "relax.full_like"), ("*",), r"exceeds range of bool",
-             "full/full_like with dtype bool and a fill other than 0/1 fails to legalize"),
+    KnownBug(("relax.full", "relax.full_like"), ("*",),
+             r"exceeds range of bool|output \d+ \(bool\)",
+             "full/full_like with dtype bool and a fill other than 0/1 fails to legalize, or "
+             "(a fractional fill such as -0.75) truncates it to an integer first and fills "
+             "False where numpy's bool(-0.75) is True",
+             when=lambda a: a.get("dtype") == "bool"
+             and a.get("fill_value", 0) not in (0, 1, True, False)),
     KnownBug(("relax.nn.pixel_shuffle",), ("*",), r"has no attribute 'pixel_shuffle'",
              "legalization calls topi.nn.pixel_shuffle, which tvm.topi.nn does not export"),
     KnownBug(("relax.concat",), ("*",), r"Cannot convert from type `None` to `int`",
