@@ -328,7 +328,7 @@ def _guilty_step(mod, program: Program, v: Variant, args, expected, steps: list,
     """The schedule step whose prefix of ``steps`` first gives a wrong result (binary search:
     a few builds, only for a finding); None when even the whole schedule replayed gives the
     right one (the finding then depends on more than the steps)."""
-    from .schedule_steps import apply_schedule
+    from .schedule_steps import apply_schedule, guilty_step
 
     def wrong(k: int) -> bool:
         try:
@@ -340,16 +340,7 @@ def _guilty_step(mod, program: Program, v: Variant, args, expected, steps: list,
         except Exception:  # noqa: BLE001 - a prefix that does not build or run says nothing
             return False
 
-    lo, hi = 0, len(steps)
-    if wrong(lo) or not wrong(hi):
-        return None
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if wrong(mid):
-            hi = mid
-        else:
-            lo = mid
-    return steps[hi - 1]
+    return guilty_step(steps, wrong)
 
 
 def _schedule_noise(e: BaseException) -> bool:

@@ -881,3 +881,21 @@ def apply_schedule(mod, applied: list[dict]):
 # decompose_reduction).
 BUGGY_PRIMITIVES = frozenset(b["blame"] for b in KNOWN_BUGS)
 STABLE_PRIMITIVES = {p: w for p, w in PRIMITIVES.items() if p not in BUGGY_PRIMITIVES}
+
+
+def guilty_step(steps: list[dict], wrong: Callable[[int], bool],
+                check_end: bool = True) -> Optional[dict]:
+    """The step whose prefix of ``steps`` first gives a wrong result: ``wrong(k)`` builds and
+    runs with the first ``k`` steps and says whether the result is wrong (binary search: a few
+    builds, only for a finding). None when the unscheduled build is already wrong, or (with
+    ``check_end``) when even all the steps replayed give the right result."""
+    lo, hi = 0, len(steps)
+    if wrong(lo) or (check_end and not wrong(hi)):
+        return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if wrong(mid):
+            hi = mid
+        else:
+            lo = mid
+    return steps[hi - 1]

@@ -193,16 +193,8 @@ def _guilty_step(mod, prog, v: Variant, inputs: dict, expected: dict, steps: lis
         except Exception:  # noqa: BLE001 - a prefix that does not build or apply says nothing
             return False
 
-    lo, hi = 0, len(steps)   # wrong(hi) holds (the finding); wrong(0): the unscheduled build
-    if wrong(0):
-        return None
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if wrong(mid):
-            hi = mid
-        else:
-            lo = mid
-    return steps[hi - 1]
+    # all the steps are wrong: that is the finding (the build applied exactly these)
+    return TS.guilty_step(steps, wrong, check_end=False)
 
 
 def _reads_uninitialized(rerun, got):

@@ -22,7 +22,8 @@ from .schedule_steps import (  # noqa: F401
     ANNOTATIONS, BUGGY_PRIMITIVES, CPU_SCOPES, GPU_ONLY, GPU_SCOPES, INEXACT, PRIMITIVES,
     STABLE_PRIMITIVES, THREAD_AXES, _GENERATORS, _LAST_FAILURE, ScheduleStats, StepRefused,
     _apply_step, _attach, _Ctx, _do, _first_line, _join, _new_schedule, _split, _tvm, _verify,
-    apply_schedule, block_names, dumps, failed_step, is_exact, primitives_for, random_schedule,
+    apply_schedule, block_names, dumps, failed_step, guilty_step, is_exact, primitives_for,
+    random_schedule,
     schedulable_funcs)
 from .schedule_trace import (  # noqa: F401
     REPRO_CODE, _CallRecorder, _DryRun, _python_call, _rv_names, case_trace, replay_traces,
