@@ -221,7 +221,7 @@ def attempt():
                 return ("schedule" if watch.current == SCHEDULE_PASS else "build",
                         type(e).__name__, str(e), watch.ill_formed_after or watch.phase)
             if watch.ill_formed_after:
-                return ("build", "", f"{watch.ill_formed_after} produced ill-formed IR",
+                return ("build", "", watch.ill_formed_message(),
                         watch.ill_formed_after)
             if not runnable_here(v):
                 continue   # compile-only, as tvmfuzz did: no GPU, or code for another CPU

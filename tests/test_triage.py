@@ -439,3 +439,19 @@ def test_a_fractional_bool_fill_is_the_known_full_bug_in_either_symptom():
     assert status == KNOWN and "relax.full" in why
     node.attrs["fill_value"] = 1
     assert auto_status(prog, o)[0] == NEW
+
+
+def test_an_ill_formed_pass_says_why_and_a_known_bug_explains_it():
+    """batch_norm on bfloat16 in a private helper: after the zero pipeline legalizes it, the
+    helper returns float32 where its caller's binding says bfloat16, and well_formed fails
+    after RemoveUnusedParameters. The finding carries well_formed's reason, so the known
+    half-precision batch_norm entry explains it instead of a new 'ill-formed IR' bug."""
+    from worker.execute import compile_and_run
+
+    prog = Program.loads((ROOT / "tests/data/relax_batch_norm_bf16_ill_formed.json").read_text())
+    o = compile_and_run(prog, prog.meta["variants"]).to_json()
+    assert o["kind"] == "pass_ill_formed", o
+    assert o["message"].startswith("RemoveUnusedParameters produced ill-formed IR: ")
+    assert 'dtype="float32"' in o["message"]
+    status, why = auto_status(prog, o)
+    assert status == KNOWN and "batch_norm on float16/bfloat16" in why

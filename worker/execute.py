@@ -56,6 +56,13 @@ def _pass_watch_class():
             self.stack = []             # passes running now, nested (Sequential, pipelines)
             self.finished = 0           # passes that ran to their end
             self.ill_formed_after = None
+            self.ill_formed_why = ""    # well_formed's own reason, where it gives one
+
+        def ill_formed_message(self) -> str:
+            """'<pass> produced ill-formed IR', with well_formed's reason (the binding whose
+            annotation no longer holds, say) where it gave one."""
+            why = f": {self.ill_formed_why}" if self.ill_formed_why else ""
+            return f"{self.ill_formed_after} produced ill-formed IR{why}"
 
         @property
         def current(self):
@@ -86,8 +93,9 @@ def _pass_watch_class():
                 return
             try:
                 ok = relax.analysis.well_formed(mod) is not False
-            except Exception:  # noqa: BLE001
+            except Exception as e:  # noqa: BLE001 - a refusal with its reason
                 ok = False
+                self.ill_formed_why = " ".join(str(e).split())[:400]
             if not ok:
                 self.ill_formed_after = info.name
 
@@ -212,7 +220,7 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
                             v)
             if watch.ill_formed_after:
                 return done(Outcome("fail", "pass_ill_formed", "build", "",
-                                    f"{watch.ill_formed_after} produced ill-formed IR",
+                                    watch.ill_formed_message(),
                                     extra={"failing_pass": watch.ill_formed_after}), v)
             if not v.runnable_here:
                 continue   # compile-only: CUDA without a GPU, or code for another CPU

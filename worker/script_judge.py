@@ -91,7 +91,7 @@ def judge_script(text: str, variants: list, input_seed: int = 0,
                             v)
             if watch.ill_formed_after:
                 return done(Outcome("fail", "pass_ill_formed", "build", "",
-                                    f"{watch.ill_formed_after} produced ill-formed IR",
+                                    watch.ill_formed_message(),
                                     extra={"failing_pass": watch.ill_formed_after}), v)
             if v.kind == "cuda" and not gpu_available():
                 continue

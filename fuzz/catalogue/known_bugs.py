@@ -123,7 +123,7 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
              what=("numeric",)),
     KnownBug(("relax.eye_like",), ("*",), r"requires the input tensor to have float dtype|"
              r"Expected integer argument|Binary operators must have the same datatype|"
-             r"requires the input tensor to have",
+             r"requires the input tensor to have|all inputs must have the same dtype",
              "eye_like ignores its dtype when legalized (the result keeps the input's dtype), "
              "so an op consuming it fails re-inference in LegalizeOps",
              when=lambda a: a.get("dtype") is not None),
