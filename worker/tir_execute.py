@@ -311,27 +311,43 @@ def call_tir_outputs(prog, inputs: dict, expected: Optional[dict] = None) -> Opt
     try:
         first = expected if expected is not None else TR.run(
             prog, {k: a.copy() for k, a in inputs.items()})
-        other = {k: (a.copy() if k not in outs else _scramble(a)) for k, a in inputs.items()}
-        second = TR.run(prog, other)
+        for k, a in inputs.items():
+            if k not in outs and not _same(first[k], a):
+                return None   # writes an input
+        for fill in _FILLS:
+            other = {k: (a.copy() if k not in outs else _scramble(a, fill))
+                     for k, a in inputs.items()}
+            second = TR.run(prog, other)
+            if not all(_same(first[k], second[k]) for k in outs):
+                return None   # reads an output before writing it
     except Exception:  # noqa: BLE001
         return None
-    for k, a in inputs.items():
-        if k not in outs and not _same(first[k], a):
-            return None   # writes an input
-    if not all(_same(first[k], second[k]) for k in outs):
-        return None       # reads an output before writing it
     return outs
 
 
-def _scramble(a):
-    """Other initial contents for an output: random values far from the first ones (a
-    function reading its output before writing it gives another result on them). Adding 1
-    was too weak a change: a comparison or a clamp of the old contents could absorb it."""
+# Other initial contents for the outputs: random values far from the first ones, and the
+# largest and smallest a dtype holds (garbage in fresh memory is often huge: a function that
+# compares its output's old contents with a small value shows only against those).
+_FILLS = ("random", "high", "low")
+
+
+def _scramble(a, fill: str = "random"):
+    """Other initial contents for an output (see _FILLS): a function reading its output
+    before writing it gives another result on them. Adding 1 (once the only change) was too
+    weak: a comparison or a clamp of the old contents absorbed it."""
     import numpy as np
 
     rng = np.random.default_rng(20261125)
     if a.dtype == bool:
         return ~a
+    if fill in ("high", "low"):
+        if np.issubdtype(a.dtype, np.integer):
+            info = np.iinfo(a.dtype)
+            v = info.max // 2 if fill == "high" else info.min // 2 if info.min < 0 else 0
+        else:
+            v = 1e4 if fill == "high" else -1e4
+        out = np.full(a.shape, v).astype(a.dtype)
+        return np.where(out == a, out - 1 if fill == "high" else out + 1, out).astype(a.dtype)
     if np.issubdtype(a.dtype, np.integer):
         info = np.iinfo(a.dtype)
         lo, hi = max(int(info.min), -(1 << 20)), min(int(info.max), 1 << 20)
