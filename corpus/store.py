@@ -363,8 +363,13 @@ class Corpus:
 
         if self._db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
             self._write(body)
-        if self.get_state("bug_key_version") != BUG_KEY_VERSION:
+        from fuzz.triage import rules_fingerprint
+
+        rules = rules_fingerprint()
+        if self.get_state("bug_key_version") != BUG_KEY_VERSION or \
+                self.get_state("bug_rules") != rules:
             self._write(lambda: _rekey(self._db, self.cases_dir))
+            self.set_state("bug_rules", rules)
 
     @property
     def schema_version(self) -> int:

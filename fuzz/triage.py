@@ -230,6 +230,8 @@ UNKNOWN_SHAPE_REFUSALS = (
      "BlockBuilder.emit_te (tvm/relax/utils.py, used by LegalizeOps and DispatchSortScan)"),
     ("non-symbolic shape is not supported for now",
      "DispatchSortScan (tvm/relax/backend/dispatch_sort_scan.py)"),
+    ("The ndim is required to be known for this function",
+     "the op's type inference (src/relax/op/op_common.cc, needing the rank)"),
     ("expects the input tensor to have known shape",
      "reshape's type inference (src/relax/op/tensor/manipulate.cc, needing the shape to infer "
      "a -1)"),
@@ -304,3 +306,22 @@ def combine(statuses: Iterable[tuple[str, str]],
             if s == status:
                 return s, why
     return NEW, "no finding"
+
+
+def rules_fingerprint() -> str:
+    """A hash of everything that decides a finding's bug and status (the bug-key rules, the
+    known-bug entries, the expected refusals): a corpus whose bugs were keyed under other rules
+    is rekeyed when it is opened, so an entry added to known_bugs.py merges the buckets it
+    explains at once instead of leaving them under their old bugs."""
+    import hashlib
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    h = hashlib.sha1()
+    for rel in ("signature.py", "triage.py", "catalogue/known_bugs.py", "tir/schedule_bugs.py",
+                "tir/build.py"):
+        try:
+            h.update((here / rel).read_bytes())
+        except OSError:
+            h.update(rel.encode())
+    return h.hexdigest()[:16]

@@ -455,3 +455,21 @@ def test_an_ill_formed_pass_says_why_and_a_known_bug_explains_it():
     assert 'dtype="float32"' in o["message"]
     status, why = auto_status(prog, o)
     assert status == KNOWN and "batch_norm on float16/bfloat16" in why
+
+
+def test_a_store_keyed_under_other_rules_is_rekeyed_when_opened(real, tmp_path):
+    """A corpus whose bugs were keyed before a known-bug entry (or a bug-key rule) changed,
+    with the same BUG_KEY_VERSION, is rekeyed at open: the rules' fingerprint differs."""
+    from fuzz.triage import rules_fingerprint
+
+    root = tmp_path / "corpus"
+    p, o = real[0]
+    with Corpus(root) as c:
+        c.add_finding(p, dict(o, kind="crash"), **V)
+        [bug] = c.bugs()
+        assert c.get_state("bug_rules") == rules_fingerprint()
+        c._write(lambda: c._db.execute("UPDATE buckets SET bug_id='0123456789ab'"))
+        c.set_state("bug_rules", "rules of an older tvmfuzz")
+    with Corpus(root) as c:
+        [again] = c.bugs()
+        assert again["id"] == bug["id"]

@@ -137,8 +137,9 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
              r"Divide by zero", "normalizing or averaging over an axis of size 0 crashes "
              "constant folding (Divide by zero) instead of giving NaN or a clean error"),
     # nn family (fuzz/catalogue/nn.py samples these triggers with probability KNOWN_BUG_P)
-    KnownBug(("relax.nn.adaptive_avg_pool1d",), ("*",), r"Cannot convert from type `ir\.IntImm`",
-             "adaptive_avg_pool1d output_size=None: legalization passes a dim, topi wants a list",
+    KnownBug(("relax.nn.adaptive_avg_pool1d",), ("*",), r"Cannot convert from type `ir\.(?:IntImm|Var)`",
+             "adaptive_avg_pool1d output_size=None: legalization passes a dim (an IntImm, or a "
+             "Var when the dim is symbolic), topi wants a list",
              when=lambda a: a.get("output_size") is None),
     KnownBug(("relax.nn.batch_norm",), ("float16", "bfloat16"), r"float32|Mismatched \S*dtype",
              "batch_norm on float16/bfloat16 legalizes to float32 outputs (all three with "
