@@ -255,3 +255,25 @@ def test_call_tir_needs_outputs_that_do_not_read_their_old_contents():
     plain = M.TirProgram("main", [a, b], [M.For("i", 4, "serial", [M.Store(
         "B", [i], M.load("A", [i]))])], {"seed": 0, "mode": "valid", "outputs": ["B"]})
     assert call_tir_outputs(plain, TR.make_inputs(plain, 0)) == ["B"]
+
+
+def test_replays_stop_when_the_campaign_time_is_up():
+    """A finding made just before the deadline is not replayed after it: a hang's replays
+    cost the sandbox timeout each (a 10-minute campaign ran 13 minutes)."""
+    import threading
+
+    from worker.campaign import reproduction
+
+    calls = []
+
+    def runner(prog):
+        calls.append(prog)
+        return {"signature": "hang | run"}
+
+    stop = threading.Event()
+    assert reproduction(runner, "case", {"signature": "hang | run"}, 3, stop) == {
+        "reproduced": 3, "replays": 3, "rate": 1.0}
+    stop.set()
+    assert reproduction(runner, "case", {"signature": "hang | run"}, 3, stop) == {
+        "reproduced": 1, "replays": 1, "rate": 1.0}
+    assert len(calls) == 2

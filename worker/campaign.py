@@ -126,11 +126,16 @@ def release_features(python: Optional[str] = None) -> dict:
         return {}
 
 
-def reproduction(runner, prog, outcome: dict, replays: int) -> dict:
+def reproduction(runner, prog, outcome: dict, replays: int, stop=None) -> dict:
     """Replay a failing case so the finding carries how reliably it reproduces."""
     sig = outcome.get("signature", "")
-    same = 1 + sum(runner(prog).get("signature", "") == sig for _ in range(replays - 1))
-    return {"reproduced": same, "replays": replays, "rate": round(same / replays, 3)}
+    same = ran = 1
+    for _ in range(replays - 1):
+        if stop is not None and stop.is_set():
+            break   # the campaign's time is up: a hang's replays would cost a timeout each
+        ran += 1
+        same += runner(prog).get("signature", "") == sig
+    return {"reproduced": same, "replays": ran, "rate": round(same / ran, 3)}
 
 
 def save_case(out_dir: Path, prog, outcome: dict, script: str) -> Path:
@@ -342,7 +347,8 @@ def _worker(cfg: CampaignConfig, plan: SeedPlan, results: queue.Queue, stop: thr
                 # Replays draw the same schedule from the case seed; Recorder.record freezes
                 # the applied steps into the case it saves.
                 if outcome.get("verdict") == "fail" and cfg.replays > 1:
-                    outcome["reproduction"] = reproduction(runner, prog, outcome, cfg.replays)
+                    outcome["reproduction"] = reproduction(runner, prog, outcome, cfg.replays,
+                                                           stop)
             scripts = runner.scripts([p for p, o in zip(progs, outcomes)
                                       if o.get("verdict") in ("fail", "invalid")])
             results.put((seeds[0], progs, outcomes, iter(scripts)))
