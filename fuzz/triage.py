@@ -171,6 +171,12 @@ def schedule_known_bug(outcome: dict) -> Optional[dict]:
 def known_reason(prog, outcome: dict) -> Optional[str]:
     """Why a finding is a known TVM bug, or None."""
     kind = outcome.get("kind", "")
+    if kind == "numeric" and isinstance((outcome.get("extra") or {}).get("guilty_step"), dict):
+        # A schedule step made the result wrong (the unscheduled build is right): no op's
+        # known defect explains it, whatever ops the program holds; only a schedule entry may.
+        bug = schedule_known_bug(outcome)
+        return (f"worker/tir_schedule.KNOWN_BUGS[{bug['id']}]: {bug['note']}"
+                if bug is not None else None)
     if getattr(prog, "ir", "relax") == "tir":
         from fuzz.tir.build import known_bug
 
