@@ -24,6 +24,7 @@ from fuzz.model import Program
 from fuzz.outcome import Outcome  # noqa: F401 - the judges' result, re-exported
 
 from . import breadcrumb
+from .schedule_noise import is_schedule_noise
 from fuzz.signature import signature
 from .variants import (BASE, SCHEDULE_PASS, Variant, build, load_vm, nvcc_available,
                        nvcc_compile)
@@ -202,7 +203,7 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
                 if not wf:
                     # Verifier and build agree the program is wrong: a mutant's expected end.
                     return done(_fail("build", e, kind="rejected", verdict="rejected"), v)
-                if v.pipeline == "scheduled" and _schedule_noise(e):
+                if v.pipeline == "scheduled" and is_schedule_noise(str(e)):
                     # A lowering precondition no s_tir primitive checks (nested parallel
                     # loops, a vectorized loop of symbolic extent): TVM's stated refusal.
                     return done(_fail("build", e, kind="schedule_noise", verdict="rejected"), v)
@@ -349,12 +350,6 @@ def _guilty_step(mod, program: Program, v: Variant, args, expected, steps: list,
             return False
 
     return guilty_step(steps, wrong)
-
-
-def _schedule_noise(e: BaseException) -> bool:
-    from .schedule_noise import is_schedule_noise
-
-    return is_schedule_noise(str(e))
 
 
 def _record_schedule(steps: list) -> bool:

@@ -19,6 +19,7 @@ from typing import Optional
 
 from . import breadcrumb
 from .execute import Outcome, _fail, pass_watch
+from .uninit import reads_uninitialized
 from .variants import Variant, tvm_target
 
 TIR_STAGES = ("render", "parse", "verify", "schedule", "passes", "build", "run", "reference",
@@ -153,7 +154,9 @@ def run_tir_case(prog, variants: Optional[list] = None, input_seed: int = 0,
                 extra["guilty_step"] = _guilty_step(unscheduled, prog, v, inputs, expected,
                                                     extra["schedule"])
             key = _numeric_key(prog, diff, v, extra)
-            uninit = _reads_uninitialized(
+            # Recorded beside the finding, never in its signature: the check can miss (TVM's
+            # workspace pool reuses memory between runs). call_tir reruns through the VM.
+            uninit = reads_uninitialized(
                 (lambda: _run_call_tir(built, prog, inputs, outs)) if v.pipeline == "call_tir"
                 else (lambda: _run(built, prog, inputs)), got)
             return done(Outcome("fail", "numeric", "compare", "", diff.split(";")[0], "", diff,
@@ -195,16 +198,6 @@ def _guilty_step(mod, prog, v: Variant, inputs: dict, expected: dict, steps: lis
 
     # all the steps are wrong: that is the finding (the build applied exactly these)
     return TS.guilty_step(steps, wrong, check_end=False)
-
-
-def _reads_uninitialized(rerun, got):
-    """Whether the result moves with the fill of fresh memory (worker/uninit.py; a call_tir
-    variant reruns through the Relax VM, whose storage comes from malloc too). Recorded beside
-    the finding, not in its signature: TVM's workspace pool reuses memory between runs, so the
-    check can miss, and a signature must not change from one replay to the next."""
-    from .uninit import reads_uninitialized
-
-    return reads_uninitialized(rerun, got)
 
 
 def _exact(prog, extra: dict) -> bool:
