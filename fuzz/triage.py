@@ -116,6 +116,13 @@ def _culprit(extra: dict, steps: list) -> Optional[dict]:
     return steps[-1] if steps else None
 
 
+def _crash_matches(bug: dict, kind: str, message: str) -> bool:
+    """A crash entry (``expect`` "crash: <message>") and a crash with that message."""
+    expect = bug["expect"]
+    return expect.startswith("crash: ") and kind not in ("numeric", "signal") and \
+        expect[len("crash: "):] in message
+
+
 def schedule_known_bug(outcome: dict) -> Optional[dict]:
     """The ``worker.tir_schedule.KNOWN_BUGS`` entry a finding of a scheduled case matches.
 
@@ -133,10 +140,9 @@ def schedule_known_bug(outcome: dict) -> Optional[dict]:
     extra = outcome.get("extra") or {}
     kind, message = outcome.get("kind", ""), outcome.get("message", "") or ""
     site = (outcome.get("throw_site") or "").rsplit(":", 1)[0]
-    if kind not in ("numeric", "signal") and site:
+    if site:
         for bug in KNOWN_BUGS:
-            if bug.get("site") == site and bug["expect"].startswith("crash: ") \
-                    and bug["expect"][len("crash: "):] in message:
+            if bug.get("site") == site and _crash_matches(bug, kind, message):
                 return bug
     steps = [s for s in (extra.get("schedule") or []) if isinstance(s, dict)]
     culprit = _culprit(extra, steps)
@@ -153,7 +159,7 @@ def schedule_known_bug(outcome: dict) -> Optional[dict]:
             continue
         expect = bug["expect"]
         if expect.startswith("crash: "):
-            if kind not in ("numeric", "signal") and expect[len("crash: "):] in message:
+            if _crash_matches(bug, kind, message):
                 return bug
             continue
         if not _subsequence(want, same):
@@ -168,35 +174,35 @@ def schedule_known_bug(outcome: dict) -> Optional[dict]:
     return None
 
 
-def known_reason(prog, outcome: dict) -> Optional[str]:
-    """Why a finding is a known TVM bug, or None."""
+def _op_reason(prog, outcome: dict) -> Optional[str]:
+    """The known defect of an op (Relax) or of a TIR construct that explains a finding."""
     kind = outcome.get("kind", "")
-    if kind == "numeric" and isinstance((outcome.get("extra") or {}).get("guilty_step"), dict):
-        # A schedule step made the result wrong (the unscheduled build is right): no op's
-        # known defect explains it, whatever ops the program holds; only a schedule entry may.
-        bug = schedule_known_bug(outcome)
-        return (f"worker/tir_schedule.KNOWN_BUGS[{bug['id']}]: {bug['note']}"
-                if bug is not None else None)
     if getattr(prog, "ir", "relax") == "tir":
         from fuzz.tir.build import known_bug
 
         why = known_bug(prog, None) if kind == "numeric" else \
             known_bug(prog, outcome.get("message", "") or "") if outcome.get("message") else None
-        if why:
-            return f"fuzz/tir/build.known_bug: {why}"
-    else:
-        from fuzz.catalogue.known_bugs import explain
+        return f"fuzz/tir/build.known_bug: {why}" if why else None
+    from fuzz.catalogue.known_bugs import explain
 
-        try:
-            bug = explain(prog, outcome)
-        except Exception:  # noqa: BLE001 - a malformed case is simply not explained
-            bug = None
-        if bug is not None:
-            return f"fuzz/catalogue/known_bugs.py ({', '.join(bug.ops)}): {bug.note}"
+    try:
+        bug = explain(prog, outcome)
+    except Exception:  # noqa: BLE001 - a malformed case is simply not explained
+        bug = None
+    return f"fuzz/catalogue/known_bugs.py ({', '.join(bug.ops)}): {bug.note}" if bug else None
+
+
+def known_reason(prog, outcome: dict) -> Optional[str]:
+    """Why a finding is a known TVM bug, or None. A wrong result a schedule step made (a
+    guilty step was found: the unscheduled build is right) is no op's known defect, whatever
+    ops the program holds: only a schedule entry may explain it."""
+    scheduled = outcome.get("kind") == "numeric" and isinstance(
+        (outcome.get("extra") or {}).get("guilty_step"), dict)
+    why = None if scheduled else _op_reason(prog, outcome)
+    if why:
+        return why
     bug = schedule_known_bug(outcome)
-    if bug is not None:
-        return f"worker/tir_schedule.KNOWN_BUGS[{bug['id']}]: {bug['note']}"
-    return None
+    return f"worker/tir_schedule.KNOWN_BUGS[{bug['id']}]: {bug['note']}" if bug else None
 
 
 # --- expected refusals of near-valid mutants -----------------------------------------------
