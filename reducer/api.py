@@ -347,13 +347,18 @@ def _final_outcome(oracle: Oracle, best, first: dict, interesting) -> dict:
     return dict(outcome, reproduction={"reproduced": same, "replays": REPLAYS})
 
 
+def _dies_in_schedule(outcome: dict) -> bool:
+    """A death by signal inside a schedule step: tracing the schedule writes that step's call
+    down and never makes it (it would kill the tracing child too)."""
+    return outcome.get("kind") == "signal" and outcome.get("stage") == "schedule"
+
+
 def _tir_trace(pool: SandboxPool, prog, outcome: Optional[dict] = None) -> Optional[str]:
     """A TIR case's schedule as TVM's trace (for repro.py); None for other cases."""
     if prog.ir != "tir" or not (prog.meta.get("schedule") or {}).get("applied"):
         return None
-    o = outcome or {}
     r = pool.run({"kind": "tir_trace", "program": prog.to_json(),
-                  "signal": o.get("kind") == "signal" and o.get("stage") == "schedule"})
+                  "signal": _dies_in_schedule(outcome or {})})
     return r["result"]["trace"] if r.get("status") == "ok" else ""
 
 
@@ -386,8 +391,7 @@ def _repro_extras(pool: SandboxPool, subject, outcome: dict, module_json: str,
     if any(v.get("pipeline") == "scheduled" for v in vs):
         job = {"kind": "schedule_trace", "variants": vs, "near_valid": near_valid,
                "steps": (outcome.get("extra") or {}).get("schedule") or [],
-               # a death in a schedule step: its call is written down, never made
-               "signal": outcome.get("kind") == "signal" and outcome.get("stage") == "schedule"}
+               "signal": _dies_in_schedule(outcome)}
         job.update({"program": program.to_json()} if program is not None else {"text": subject})
         r = pool.run(job)
         out["schedule_traces"] = (r["result"]["traces"] if r.get("status") == "ok" else

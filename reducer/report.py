@@ -55,8 +55,9 @@ def _death_where(outcome: dict) -> str:
     schedule primitive, the pass, the kernel the VM was running, TVM's innermost frame."""
     extra = outcome.get("extra") or {}
     stage = outcome.get("stage", "")
-    if failing_step(outcome):
-        return f" in s_tir schedule primitive {failing_step(outcome).get('prim')}"
+    step = failing_step(outcome)
+    if step:
+        return f" in s_tir schedule primitive {step.get('prim')}"
     if extra.get("failing_pass"):
         return f" in {extra['failing_pass']}"
     if stage == "run" and extra.get("kernel"):
