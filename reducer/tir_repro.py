@@ -42,20 +42,6 @@ SCRIPT = {script}
 CASE = json.loads({case})
 
 
-def tvm_pass(name):
-    """A pass as tvmfuzz names it: namespace.Constructor, literal arguments in brackets."""
-    import ast
-    ns, _, call = name.partition(".")
-    ctor, _, args = call.rstrip(")").partition("(")
-    argv = []
-    for a in filter(None, (a.strip() for a in args.split(","))):
-        try:
-            argv.append(ast.literal_eval(a))
-        except (ValueError, SyntaxError):
-            argv.append(a)   # ThreadSync(shared): a bare word
-    return getattr({{"tirx": tvm.tirx.transform, "s_tir": tvm.s_tir.transform}}[ns], ctor)(*argv)
-
-
 def arrays(blob):
     return dict(np.load(io.BytesIO(zlib.decompress(base64.b64decode(blob)))))
 
@@ -127,12 +113,8 @@ BODY = '''        if CASE["schedule"]:
         if CASE["passes"]:
             # tvmfuzz's pass order (the random one, then what TVM's default pipeline has left
             # after it), on the module with its target bound, then code generation only.
-            host = target.host or (target if target.kind.name in ("llvm", "c") else "llvm")
             with tvm.transform.PassContext(opt_level=CASE["opt_level"]):
-                mod = tvm.tirx.transform.BindTarget(target.with_host(host))(mod)
-                for name in CASE["passes"]:
-                    mod = tvm_pass(name)(mod)
-                lib = finish_build(mod, target)
+                lib = finish_build(apply_passes(mod, CASE["passes"], target), target)
         if CASE.get("pipeline") == "call_tir":
             # As tvmfuzz found it: the PrimFunc called from a Relax main through R.call_tir,
             # built by relax.build and run on the Relax VM.
@@ -242,14 +224,18 @@ def tir_repro_text(prog, script: str, outcome: dict, variant: Optional[dict] = N
     text = script.removeprefix(SCRIPT_HEADER)
     import inspect
 
+    from worker import tir_passes as TP
     from worker.tir_execute import call_tir_module
-    from worker.tir_passes import finish_build
 
     head = HEADER.format(title=title, pip=f"apache-tvm=={ver} numpy" if ver else "apache-tvm numpy",
                          script=repr(text), case=repr(json.dumps(case)))
-    # The worker's own R.call_tir wrapper, verbatim: the repro builds what the finding built.
-    # The worker's own R.call_tir wrapper and finishing build, verbatim: the repro builds what
-    # the finding built.
-    own = inspect.getsource(call_tir_module) + "\n\n" + inspect.getsource(finish_build)
-    return head.replace("\n\ndef tvm_pass(name):", "\n\n" + own + "\n\ndef tvm_pass(name):",
+    # The worker's own R.call_tir wrapper, pass resolution, target binding and finishing
+    # build, verbatim: the repro builds what the finding built.
+    own = "\n\n\n".join(
+        ["import ast, re   # the pass names' parser and its constants",
+         f"_NAME = {TP._NAME!r}", f"ALIASES = {TP.ALIASES!r}"]
+        + [inspect.getsource(o).rstrip() for o in (call_tir_module, TP._literal,
+                                                    TP.PassMissing, TP.resolve_pass,
+                                                    TP.apply_passes, TP.finish_build)])
+    return head.replace("\n\ndef arrays(blob):", "\n\n" + own + "\n\n\ndef arrays(blob):",
                         1) + BODY
