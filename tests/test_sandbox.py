@@ -135,19 +135,26 @@ def test_a_death_names_its_stage_variant_and_python_stack():
         assert o["extra"]["python_stack"][0].startswith("worker/execute.py:")
 
 
+def _judge_data_case(name: str) -> dict:
+    """The outcome of tests/data/<name> judged in a fresh sandbox, as a campaign judges it."""
+    from worker.sandbox_runner import SandboxRunner
+    from worker.user_input import read_input
+
+    kind, prog = read_input(Path(__file__).parent / "data" / name)
+    runner = SandboxRunner(timeout=120)
+    try:
+        return runner(prog)
+    finally:
+        runner.close()
+
+
 def test_a_segfault_in_tvms_cpp_names_its_native_frame():
     """A reindex that segfaults inside TVM (a campaign finding): tvm-ffi's native backtrace
     names the C++ function, and the finding keeps it; a segfault in generated code (run)
     has no such frame."""
-    from worker.sandbox_runner import SandboxRunner, native_frames
-    from worker.user_input import read_input
+    from worker.sandbox_runner import native_frames
 
-    kind, prog = read_input(Path(__file__).parent / "data" / "tir_reindex_segfault.json")
-    runner = SandboxRunner(timeout=120)
-    try:
-        out = runner(prog)
-    finally:
-        runner.close()
+    out = _judge_data_case("tir_reindex_segfault.json")
     assert out["kind"] == "signal" and out["stage"] == "schedule", out
     assert out["extra"]["native_frames"][0] == "tvm::s_tir::ReIndex"
     assert "| in tvm::s_tir::ReIndex [primitive reindex]" in out["signature"]
@@ -158,15 +165,7 @@ def test_a_segfault_while_the_module_is_constructed_names_the_op():
     """attention_bias over a tensor whose shape a mutant erased segfaults in its type
     inference: Python's faulthandler hides the C++ frames, so the op whose node was being
     built (a breadcrumb) names it: not one 'memory fault in materialize' for every op."""
-    from worker.sandbox_runner import SandboxRunner
-    from worker.user_input import read_input
-
-    kind, prog = read_input(Path(__file__).parent / "data" / "relax_materialize_segfault.json")
-    runner = SandboxRunner(timeout=120)
-    try:
-        out = runner(prog)
-    finally:
-        runner.close()
+    out = _judge_data_case("relax_materialize_segfault.json")
     assert (out["kind"], out["stage"]) == ("signal", "materialize"), out
     assert out["extra"]["op"] == "relax.nn.attention_bias"
     assert out["signature"].endswith("| in op relax.nn.attention_bias")
