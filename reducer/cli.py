@@ -90,14 +90,15 @@ def _affected_versions(label: str, red, kind: str, value, timeout: float, echo,
                        jail=None) -> bool:
     """With other releases installed, replay the case on each (``tvmfuzz bisect``) for
     report.md's "Affected versions"; without, the section names the one release checked."""
-    from worker.bisect import Subject, bisect, case_job, script_job, summary
+    from worker import cases
+    from worker.bisect import Subject, bisect, summary
     from worker.releases import installed
 
     from .report import update_affected
 
     if not installed():
         return False
-    job = case_job(value) if kind == "case" else script_job(value)
+    job = cases.job(value)
     echo("replaying it on each installed release (tvmfuzz bisect)")
     result = bisect(Subject(label, job, red.signature, red.out_dir, kind),
                     timeout=timeout, jail=jail)

@@ -62,16 +62,5 @@ def ir_apply(job: dict) -> dict:
     return {"texts": texts, "why": why}
 
 
-def script_case(job: dict) -> dict:
-    """Judge TVMScript under compile variants (see worker.script_judge)."""
-    from worker.script_guard import check_script
-
-    from worker.script_judge import judge_script
-
-    check_script(job["text"])
-    return judge_script(job["text"], job.get("variants") or [{}], job.get("input_seed", 0),
-                        job.get("near_valid", False), job.get("inputs_by_name")).to_json()
-
-
 KINDS = {"reducer.ir_canon": ir_canon, "reducer.ir_count": ir_count,
-         "reducer.ir_apply": ir_apply, "reducer.script_case": script_case}
+         "reducer.ir_apply": ir_apply}

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Optional
 
 from fuzz.model import Program
+from worker import cases
 from worker.sandbox_runner import outcome_from_result
-from worker.script_guard import UnsafeScript, check_script
+from worker.script_guard import UnsafeScript
 from fuzz.signature import signature_id
 
 from . import output
@@ -31,25 +32,27 @@ def sha256(text: str) -> str:
 
 
 # --- what is being reduced: a program-model case or TVMScript text -------------------------
+# Both judge through worker.cases (the one job any consumer sends, the one judge the child
+# runs); a subject adds what the reducer needs: the options its candidates keep.
 class CaseSubject:
-    """A program-model case; judged by the worker's ``case`` job (its recorded variants)."""
+    """A program-model case (Relax or TIR), judged under its recorded variants."""
 
     suffix, label = ".json", "case"
 
     def text(self, prog: Program) -> str:
-        return prog.dumps()
+        return cases.kind_of(prog).text(prog)
 
     def job(self, prog: Program) -> Optional[dict]:
-        return {"kind": "case", "program": prog.to_json(),
-                "input_seed": prog.meta.get("seed") or 0}
+        return cases.job(prog)
 
     def save(self, d: Path, prog: Program) -> None:
-        output.write_text(d / "case.json", prog.dumps())
+        output.write_text(d / cases.kind_of(prog).file_name, self.text(prog))
 
 
 class ScriptSubject:
-    """TVMScript text. Judged by the worker's ``script`` job (parse, verify, build for llvm,
-    run), or under recorded compile variants by ``reducer.script_case``."""
+    """TVMScript text, judged for llvm's default build or under recorded compile variants
+    (a Relax case's, once its reduction moved to text), near-valid or not, with recorded
+    inputs for parameters whose type does not say."""
 
     suffix, label = ".py", "script"
 
@@ -62,18 +65,14 @@ class ScriptSubject:
         return text
 
     def job(self, text: str) -> Optional[dict]:
-        try:
-            check_script(text)   # never send text that could run code on parse
+        try:   # the guard refuses text that could run code on parse: it is never sent
+            return cases.job(text, variants=self.variants, input_seed=self.input_seed,
+                             near_valid=self.near_valid, by_name=self.by_name)
         except (SyntaxError, UnsafeScript, ValueError):
             return None
-        if self.variants is None and not self.near_valid and not self.by_name:
-            return {"kind": "script", "text": text, "input_seed": self.input_seed}
-        return {"kind": "reducer.script_case", "text": text, "variants": self.variants or [{}],
-                "input_seed": self.input_seed, "near_valid": self.near_valid,
-                "inputs_by_name": self.by_name}
 
     def save(self, d: Path, text: str) -> None:
-        output.write_text(d / "case.py", text)
+        output.write_text(d / cases.kind_of(text).file_name, text)
 
 
 # --- the oracle ---------------------------------------------------------------------------

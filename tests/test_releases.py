@@ -300,7 +300,8 @@ def test_bisect_a_finding_and_report_it(home, tmp_path, name):
 def test_bisect_error_rows(tmp_path):
     """A release where the sandbox does not start, and one where the case does not
     materialize, are `error` rows with the reason, not a failed bisect."""
-    from worker.bisect import Subject, _judge, bisect, case_job
+    from worker.bisect import Subject, _judge, bisect
+    from worker.cases import job as case_job
     from worker.releases import Release, default_release
 
     broken = Release("9.9.9", "9.9.9", "/bin/false")

@@ -27,6 +27,7 @@ from typing import Callable, Optional
 
 from fuzz.model import Program
 
+from . import cases
 from .releases import Release, all_releases
 from .sandbox_runner import outcome_from_result
 from .user_input import InputError, case_problem, read_input
@@ -60,15 +61,6 @@ class Subject:
             label, job, signature, case_dir, kind)
 
 
-def case_job(program: Program) -> dict:
-    return {"kind": "case", "program": program.to_json(),
-            "input_seed": program.meta.get("seed") or 0}
-
-
-def script_job(text: str) -> dict:
-    return {"kind": "script", "text": text}
-
-
 def load_subject(spec: str, corpus_dir: Optional[str] = None) -> Subject:
     """A case JSON, a TVMScript file, a reducer directory (its case.json or case.py) or a
     corpus bucket id."""
@@ -88,8 +80,8 @@ def load_subject(spec: str, corpus_dir: Optional[str] = None) -> Subject:
         raise BisectError(str(e))
     case_dir = path.parent if (path.parent / "report.md").is_file() else None
     if kind == "case":
-        return Subject(str(path), case_job(value), _stored_signature(path), case_dir)
-    return Subject(str(path), script_job(value), "", case_dir, "script")
+        return Subject(str(path), cases.job(value), _stored_signature(path), case_dir)
+    return Subject(str(path), cases.job(value), "", case_dir, "script")
 
 
 def _resign(outcome: dict) -> str:
@@ -130,7 +122,7 @@ def _bucket_subject(spec: str, corpus_dir: Optional[str]) -> Subject:
     problem = case_problem(prog)
     if problem:
         raise BisectError(f"bucket {b['id']} refused: {problem}")
-    return Subject(f"bucket {b['id']}", case_job(prog),
+    return Subject(f"bucket {b['id']}", cases.job(prog),
                    _resign(b.get("outcome") or {}) or b.get("signature", ""))
 
 

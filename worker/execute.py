@@ -145,45 +145,97 @@ def _to_numpy(x):
 
 def compile_and_run(program: Program, variants: Optional[list] = None, input_seed: int = 0,
                     check_well_formed: bool = True, roundtrip: bool = True) -> Outcome:
-    """Judge one case under each compile variant (default: llvm, default pipeline); the first
-    finding wins. Outputs are compared with numpy (valid programs, exact variants) and with
-    the first variant that ran (every program: the cross-target oracle)."""
-    import tempfile
-
+    """Judge one program-model case under each compile variant (default: llvm, default
+    pipeline); the first finding wins. Outputs are compared with numpy (valid programs, exact
+    variants) and with the first variant that ran (every program: the cross-target oracle)."""
     import tvm
 
-    variants = [Variant.from_json(v) if isinstance(v, dict) else v for v in (variants or [BASE])]
+    variants = _variants(variants)
     t0 = time.perf_counter()
     near_valid = program.meta.get("mode") == "near-valid"
-
-    extra_steps: list = []   # s_tir schedule steps a "scheduled" variant applied
-
-    def done(o: Outcome, v: Variant = variants[0]) -> Outcome:
-        return finish(o, t0, v, extra_steps)
-
     breadcrumb.mark(stage="materialize")
     try:
         with _ops_marked():
             mod = materialize(program, check_types=not near_valid)
     except InferenceMismatch as e:
         # Class 2: TVM's inferred shape or dtype is not what the op computes.
-        return done(_fail("materialize", e, kind="shape_inference",
-                          extra={"op": e.op, "node": e.node, "func": e.func}))
+        return finish(_fail("materialize", e, kind="shape_inference",
+                            extra={"op": e.op, "node": e.node, "func": e.func}),
+                      t0, variants[0], [])
     except (MaterializeError, ValueError, TypeError, tvm.error.DiagnosticError) as e:
         # TVM rejected the program while it was being built: the generator's mistake.
-        return done(_fail("materialize", e, "generator", "invalid"))
+        return finish(_fail("materialize", e, "generator", "invalid"), t0, variants[0], [])
     except Exception as e:  # noqa: BLE001
-        return done(_fail("materialize", e))
+        return finish(_fail("materialize", e), t0, variants[0], [])
+    return judge_module(mod, ProgramInputs(program, input_seed), variants, near_valid,
+                        check_well_formed=check_well_formed, roundtrip=roundtrip, t0=t0)
+
+
+def _variants(variants: Optional[list]) -> list:
+    return [Variant.from_json(v) if isinstance(v, dict) else v for v in (variants or [BASE])]
+
+
+class ProgramInputs:
+    """What a program-model case gives the judge: inputs drawn in its parameters' ranges
+    (``fuzz.inputs``), the numpy reference (valid programs only: a near-valid mutant has none)
+    and its tolerances, and the op and dtype that name a wrong output."""
+
+    def __init__(self, program: Program, input_seed: int = 0):
+        self.program, self.seed, self.entry = program, input_seed, program.entry
+        self.env: dict = {}
+        self.has_reference = program.meta.get("mode") != "near-valid"
+
+    def make(self) -> list:
+        self.env, args = make_inputs(self.program, self.seed)
+        return args
+
+    def refused(self, e: BaseException) -> Outcome:
+        return _fail("reference", e, "generator", "invalid")
+
+    def vm_args(self, args: list, v: Variant) -> list:
+        return [_tensor(a, v) for a in args]
+
+    def outputs(self, out) -> list:
+        return reference.flatten(_to_numpy(out))
+
+    def reference(self, args: list) -> list:
+        return reference.flatten(reference.run(self.program, args, self.env))
+
+    def differs(self, expected: list, actual: list) -> Optional[tuple]:
+        """(index of the first output that differs, description) or None."""
+        return reference.compare(self.program, expected, actual)
+
+    def numeric_key(self, index: int) -> str:
+        return reference.numeric_key(self.program, index)
+
+
+def judge_module(mod, source, variants: list, near_valid: bool = False,
+                 check_well_formed: bool = True, roundtrip: bool = True,
+                 t0: Optional[float] = None) -> Outcome:
+    """The one judging loop of a Relax module, whatever it came from (a program-model case,
+    a user's or the reducer's TVMScript): verifier, then each variant built with the failing
+    pass named, loaded and run, compared with the reference where ``source`` has one and with
+    the first variant that ran; the print/parse round trip last. ``source`` gives the inputs
+    and the reference (``ProgramInputs``, ``worker.script_judge.TextInputs``)."""
+    import tempfile
+
+    import tvm
+
+    t0 = time.perf_counter() if t0 is None else t0
+    steps: list = []   # s_tir schedule steps a "scheduled" variant applied
+
+    def done(o: Outcome, v: Variant = variants[0]) -> Outcome:
+        return finish(o, t0, v, steps)
+
     wf = True
     if check_well_formed:
         breadcrumb.mark(stage="well_formed")
         wf, finding = well_formed_verdict(mod, near_valid)
         if finding is not None:
             return done(finding)
-    inputs = None   # (env, arrays), made once the first variant built: a build failure
-    #                 needs none
-    expected = None   # the numpy reference, computed after TVM's first run (TVM goes first:
-    #                   a crash in TVM is the finding even where numpy would refuse the case)
+    args = None       # made once the first variant built: a build failure needs none
+    expected = None   # the reference, computed after TVM's first run (TVM goes first: a
+    #                   crash in TVM is the finding even where numpy would refuse the case)
     first: Optional[tuple] = None   # (variant, outputs, exact?) of the first variant that ran
     with tempfile.TemporaryDirectory(prefix="tvmfuzz-") as workdir:
         for v in variants:
@@ -196,76 +248,56 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
                         ex = build(mod, v)
                 finally:
                     if v.pipeline == "scheduled":
-                        exact = exact and _record_schedule(extra_steps)
+                        exact = exact and _record_schedule(steps)
                 if v.kind == "cuda" and nvcc_available():
                     nvcc_compile(ex, v)
             except Exception as e:  # noqa: BLE001
-                if not wf:
-                    # Verifier and build agree the program is wrong: a mutant's expected end.
-                    return done(_fail("build", e, kind="rejected", verdict="rejected"), v)
-                if v.pipeline == "scheduled" and is_schedule_noise(str(e)):
-                    # A lowering precondition no s_tir primitive checks (nested parallel
-                    # loops, a vectorized loop of symbolic extent): TVM's stated refusal.
-                    return done(_fail("build", e, kind="schedule_noise", verdict="rejected"), v)
-                if watch.ill_formed_after:
-                    # The crash follows a pass that broke the IR: that pass is the culprit.
-                    return done(_fail("build", e, kind="pass_ill_formed",
-                                      extra={"failing_pass": watch.ill_formed_after}), v)
-                if watch.current == SCHEDULE_PASS and extra_steps:
-                    # tvmfuzz's own schedule step, not a TVM pass: name the s_tir primitive
-                    # that raised (the last step recorded) and the stage.
-                    return done(_fail("schedule", e, kind="verifier_build" if near_valid
-                                      else "crash", extra={"failing_step": extra_steps[-1]}), v)
-                return done(_fail("build", e, kind="verifier_build" if near_valid else "crash",
-                                  extra={"failing_pass": watch.current, "phase": watch.phase}),
-                            v)
+                return done(_build_failure(e, v, wf, near_valid, watch, steps), v)
             if watch.ill_formed_after:
                 return done(Outcome("fail", "pass_ill_formed", "build", "",
                                     watch.ill_formed_message(),
                                     extra={"failing_pass": watch.ill_formed_after}), v)
             if not v.runnable_here:
                 continue   # compile-only: CUDA without a GPU, or code for another CPU
-            if inputs is None:
+            if args is None:
                 try:
-                    inputs = make_inputs(program, input_seed)
+                    args = source.make()
                 except Exception as e:  # noqa: BLE001
-                    return done(_fail("reference", e, "generator", "invalid"))
-            env, args = inputs
+                    return done(source.refused(e), v)
             breadcrumb.mark(stage="vm_load", **{"pass": None})
             try:
                 vm = load_vm(ex, v, workdir)
+                vm_args = source.vm_args(args, v)
             except Exception as e:  # noqa: BLE001
                 return done(_fail("vm_load", e), v)
             breadcrumb.mark(stage="run")
             watch_kernels(vm)
             try:
-                out = vm[program.entry](*[_tensor(a, v) for a in args])
-                actual = reference.flatten(_to_numpy(out))
+                actual = source.outputs(vm[source.entry](*vm_args))
             except Exception as e:  # noqa: BLE001
                 return done(_fail("run", e), v)
             if not wf:
                 # Ill-formed by the verifier's word, yet it built and ran.
                 return done(Outcome("fail", "verifier_build", "well_formed", "",
                                     "ill-formed module builds and runs"), v)
-            if expected is None and not near_valid:
+            if expected is None and source.has_reference:
                 try:
-                    expected = reference.flatten(reference.run(program, args, env))
+                    expected = source.reference(args)
                 except Exception as e:  # noqa: BLE001
                     return done(_fail("reference", e, "generator", "invalid"))
             if expected is not None and exact:
-                diff = reference.compare(program, expected, actual)
+                diff = source.differs(expected, actual)
                 if diff:
                     from .uninit import reads_uninitialized
 
                     index, text = diff
-                    uninit = reads_uninitialized(lambda: reference.flatten(_to_numpy(
-                        vm[program.entry](*[_tensor(a, v) for a in args]))), actual)
-                    key, more = reference.numeric_key(program, index), {}
-                    if v.pipeline == "scheduled" and extra_steps:
+                    uninit = reads_uninitialized(lambda: source.outputs(
+                        vm[source.entry](*source.vm_args(args, v))), actual)
+                    key, more = source.numeric_key(index), {}
+                    if v.pipeline == "scheduled" and steps:
                         # The step that made it wrong names the bug, not the op whose output
                         # shows it (None: no prefix of the schedule is wrong alone).
-                        guilty = _guilty_step(mod, program, v, args, expected, extra_steps,
-                                              workdir)
+                        guilty = _guilty_step(mod, source, v, args, expected, steps, workdir)
                         more["guilty_step"] = guilty
                         if guilty:
                             key += f" after {guilty.get('prim')}"
@@ -274,13 +306,13 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
                                                          "reads_uninitialized": uninit, **more}),
                                 v)
             elif first is not None and exact and first[2]:
-                diff = reference.compare(program, first[1], actual)
+                diff = source.differs(first[1], actual)
                 if diff:
                     index, text = diff
                     return done(Outcome("fail", "numeric", "compare", "", "differs from "
                                         f"{first[0].label()}: " + text.split(";")[0], "", text,
-                                        extra={"numeric_key": reference.numeric_key(
-                                            program, index), "versus": first[0].to_json()}), v)
+                                        extra={"numeric_key": source.numeric_key(index),
+                                               "versus": first[0].to_json()}), v)
             if first is None:
                 first = (v, actual, exact)
     # Last, so a round-trip finding means the module also built, ran and agreed.
@@ -290,6 +322,29 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
         if rt:
             return done(Outcome("fail", "roundtrip", "roundtrip", rt[0], rt[1], "", rt[2]))
     return done(Outcome("pass"))
+
+
+def _build_failure(e: BaseException, v: Variant, wf: bool, near_valid: bool, watch,
+                   steps: list) -> Outcome:
+    """What a failed build of a Relax module is."""
+    if not wf:
+        # Verifier and build agree the module is wrong: a mutant's expected end.
+        return _fail("build", e, kind="rejected", verdict="rejected")
+    if v.pipeline == "scheduled" and is_schedule_noise(str(e)):
+        # A lowering precondition no s_tir primitive checks (nested parallel loops, a
+        # vectorized loop of symbolic extent): TVM's stated refusal.
+        return _fail("build", e, kind="schedule_noise", verdict="rejected")
+    if watch.ill_formed_after:
+        # The crash follows a pass that broke the IR: that pass is the culprit.
+        return _fail("build", e, kind="pass_ill_formed",
+                     extra={"failing_pass": watch.ill_formed_after})
+    kind = "verifier_build" if near_valid else "crash"
+    if watch.current == SCHEDULE_PASS and steps:
+        # tvmfuzz's own schedule step, not a TVM pass: name the s_tir primitive that raised
+        # (the last step recorded) and the stage.
+        return _fail("schedule", e, kind=kind, extra={"failing_step": steps[-1]})
+    return _fail("build", e, kind=kind,
+                 extra={"failing_pass": watch.current, "phase": watch.phase})
 
 
 def finish(o: Outcome, t0: float, v: Variant, steps: list) -> Outcome:
@@ -333,7 +388,7 @@ def watch_kernels(vm) -> None:
         pass
 
 
-def _guilty_step(mod, program: Program, v: Variant, args, expected, steps: list, workdir):
+def _guilty_step(mod, source, v: Variant, args, expected, steps: list, workdir):
     """The schedule step whose prefix of ``steps`` first gives a wrong result (binary search:
     a few builds, only for a finding); None when even the whole schedule replayed gives the
     right one (the finding then depends on more than the steps)."""
@@ -343,9 +398,8 @@ def _guilty_step(mod, program: Program, v: Variant, args, expected, steps: list,
         try:
             ex = build(mod, v, schedule=lambda m: apply_schedule(m, steps[:k]))
             vm = load_vm(ex, v, workdir)
-            out = reference.flatten(_to_numpy(vm[program.entry](*[_tensor(a, v)
-                                                                   for a in args])))
-            return bool(reference.compare(program, expected, out))
+            out = source.outputs(vm[source.entry](*source.vm_args(args, v)))
+            return bool(source.differs(expected, out))
         except Exception:  # noqa: BLE001 - a prefix that does not build or run says nothing
             return False
 
@@ -419,13 +473,3 @@ def roundtrip_problem(mod, second_generation: bool = False) -> Optional[tuple]:
 # with this code.
 REPRO_CODE = (_pass_watch_class, _has_relax, pass_watch, roundtrip_problem, first_message_line)
 REPRO_CONSTANTS = ("_COMPILER_ERROR",)
-
-
-def run_script(text: str, target: Any = "llvm", input_seed: int = 0) -> Outcome:
-    """Judge a user's TVMScript module for ``target`` (a kind name or a target dict): the one
-    judge of text (``worker.script_judge.judge_script``) with that target's default build.
-    Only call after worker.script_guard.check_script, inside the sandbox."""
-    from .script_judge import judge_script
-
-    v = Variant(dict(target) if isinstance(target, dict) else {"kind": str(target)})
-    return judge_script(text, [v], input_seed)

@@ -1,6 +1,8 @@
 """The jobs a sandbox child runs: ``run_job(job: dict) -> dict``, JSON in and JSON out.
 
-``"case"`` is the real work: one program through ``compile_and_run``. The other kinds exist so
+``"case"`` and ``"script"`` are the real work: one case judged (``worker.cases``: a program
+model or TVMScript text, built by ``worker.cases.job``). ``"print"`` and the trace kinds serve
+reports and repro.py. The other kinds exist so
 tests can make a child die in each way the sandbox must survive (``segv``, ``fpe``, ``sleep``,
 ``spin``, ``alloc``, ``exit``). ``floor_divide_by_zero()``, ``take_out_of_bounds()`` and
 ``huge_broadcast()`` are real Relax programs that die by SIGFPE, by SIGSEGV and by hitting the
@@ -13,35 +15,22 @@ import signal
 import time
 
 # Under the sandbox's RLIMIT_AS, TVM reports a failed allocation as an ordinary error
-# (InternalError "std::bad_alloc") which compile_and_run records as a crash; it is the cap.
+# (InternalError "std::bad_alloc") which the judge records as a crash; it is the cap.
 _OOM_TEXT = ("bad_alloc", "out of memory", "cannot allocate memory")
 
 
-def _case(job: dict) -> dict:
-    from fuzz.model import Program
-    from worker.execute import compile_and_run
+def _judge(job: dict) -> dict:
+    """Judge the case the job carries (a Relax or TIR model, or TVMScript text: the one judge
+    of every kind, ``worker.cases.judge``). An outcome that is the memory cap (see _OOM_TEXT)
+    is raised as MemoryError, so the sandbox reports it as ``oom`` whatever the case's kind."""
+    from worker.cases import judge
 
-    prog = Program.from_json(job["program"])
-    run = compile_and_run
-    if prog.ir == "tir":
-        from worker.tir_execute import run_tir_case as run
-    out = run(prog, variants=job.get("variants") or prog.meta.get("variants"),
-              input_seed=job.get("input_seed", 0)).to_json()
+    out = judge(job).to_json()
     text = f"{out['error_type']} {out['message']}".lower()
     if out["verdict"] == "fail" and (out["error_type"] == "MemoryError"
                                     or any(t in text for t in _OOM_TEXT)):
         raise MemoryError(f"{out['stage']}: {out['error_type']}: {out['message']}")
     return out
-
-
-def _script(job: dict) -> dict:
-    """A user's TVMScript: checked against the allowlist here too, parsed only in this child."""
-    from worker.execute import run_script
-    from worker.script_guard import check_script
-
-    check_script(job["text"])
-    return run_script(job["text"], target=job.get("target", "llvm"),
-                      input_seed=job.get("input_seed", 0)).to_json()
 
 
 def _print(job: dict) -> dict:
@@ -186,7 +175,7 @@ def _echo(job):
     return {"echo": job.get("value")}
 
 
-KINDS = {"case": _case, "script": _script, "print": _print, "tir_trace": _tir_trace,
+KINDS = {"case": _judge, "script": _judge, "print": _print, "tir_trace": _tir_trace,
          "standard_schedule": _standard_schedule,
          "schedule_trace": _schedule_trace,
          "segv": _segv, "fpe": _fpe, "sleep": _sleep, "spin": _spin, "alloc": _alloc,

@@ -11,20 +11,19 @@ import click
 from fuzz.signature import bug_id, bug_key, signature_id
 from fuzz.triage import NEW, auto_status, root_key
 
+from . import cases
 from .sandbox_runner import SandboxRunner, outcome_from_result
 from .user_input import InputError, read_input
 
 
 def load_job(path: Path) -> dict:
-    """The sandbox job for a file: a case as program-model JSON, or checked TVMScript text."""
+    """The sandbox job for a file: a case as program-model JSON, or checked TVMScript text
+    (``worker.cases``: the job every consumer sends)."""
     try:
-        kind, value = read_input(path)
+        _, value = read_input(path)
     except InputError as e:
         raise click.UsageError(str(e))
-    if kind == "case":
-        return {"kind": "case", "program": value.to_json(),
-                "input_seed": value.meta.get("seed") or 0}
-    return {"kind": "script", "text": value}
+    return cases.job(value)
 
 
 def _bug(path: Path, job: dict, outcome: dict) -> dict:

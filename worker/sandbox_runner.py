@@ -115,8 +115,9 @@ class SandboxRunner:
         self.sandbox = Sandbox(python=python, timeout=timeout, mem_mb=mem_mb, jail=jail)
 
     def job(self, prog) -> dict:
-        # The variants travel in the case (meta["variants"]), so a replay builds it the same way.
-        return {"kind": "case", "program": prog.to_json(), "input_seed": prog.meta.get("seed") or 0}
+        from .cases import job
+
+        return job(prog)
 
     def __call__(self, prog) -> dict:
         return outcome_from_result(self.sandbox.run(self.job(prog)))
@@ -152,10 +153,9 @@ class InProcessRunner:
     """Runs cases in this process: only for debugging, a crash takes the caller down."""
 
     def __call__(self, prog) -> dict:
-        from .execute import compile_and_run
+        from .cases import job, judge
 
-        return compile_and_run(prog, variants=prog.meta.get("variants"),
-                               input_seed=prog.meta.get("seed") or 0).to_json()
+        return judge(job(prog)).to_json()
 
 
 def default_runner():

@@ -29,7 +29,7 @@ class StaticDims(IRPass):
 
 
 def script_env(mod, input_seed: int = 0) -> dict:
-    """Symbolic dim values as worker.execute.run_script binds them for this module."""
+    """Symbolic dim values as worker.script_inputs binds them (worker.cases judging a TVMScript case) for this module."""
     import numpy as np
 
     from fuzz import dims as D

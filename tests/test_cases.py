@@ -1,0 +1,82 @@
+"""One case-kind interface (worker.cases): every kind of case goes to the sandbox as one job
+and is judged by one judge, and a Relax module is judged by one loop whether it came as a
+program model or as TVMScript text."""
+import pytest
+
+from fuzz.model import Block, Function, Node, Param, Program, TensorTy
+from worker import cases
+
+
+def _scheduled_program(schedule_seed: int) -> Program:
+    t = TensorTy(["n", 16], "float32")
+    base = {"target": {"kind": "llvm"}, "pipeline": "default", "passes": [],
+            "exec_mode": "bytecode"}
+    sched = {"target": {"kind": "llvm", "opt-level": 2}, "pipeline": "scheduled", "passes": [],
+             "exec_mode": "bytecode", "schedule_seed": schedule_seed}
+    return Program([Function("main", [Param("x", t), Param("y", t)], [Block(True, [
+        Node("v1", "relax.add", ["x", "y"], {}, t), Node("v2", "relax.exp", ["v1"], {}, t)])],
+        "v2")], "main", {"mode": "valid", "seed": 0, "variants": [base, sched]})
+
+
+def _text(prog: Program) -> str:
+    from fuzz.materialize import materialize, to_script
+
+    return to_script(materialize(prog))
+
+
+def test_model_and_its_text_get_one_verdict_under_a_scheduled_variant():
+    """Schedule seed 20 vectorizes the symbolic ``n`` loop, which VectorizeLoop refuses on
+    x86: TVM's stated refusal. The model and its printed text are judged by the same loop,
+    so both call it schedule noise (the text judge once had its own loop without that rule and
+    filed the refusal as a crash)."""
+    prog = _scheduled_program(20)
+    by_model = cases.judge(cases.job(prog))
+    by_text = cases.judge(cases.job(_text(prog), variants=prog.meta["variants"]))
+    assert (by_model.verdict, by_model.kind) == ("rejected", "schedule_noise")
+    assert (by_text.verdict, by_text.kind, by_text.message) == (
+        by_model.verdict, by_model.kind, by_model.message)
+    assert by_text.extra["schedule"] == by_model.extra["schedule"]
+
+
+def test_each_kind_of_case_has_one_job_and_one_judge():
+    from fuzz.generate import generate
+    from fuzz.tir.generate import generate_tir
+
+    relax_case, tir_case = generate(3), generate_tir(3)
+    text = _text(relax_case)
+    assert [cases.kind_of(v).name for v in (relax_case, tir_case, text)] == [
+        "relax", "tir", "tvmscript"]
+    for value in (relax_case, tir_case, text):
+        job = cases.job(value)
+        assert cases.kind_of_job(job) is cases.kind_of(value)
+        assert cases.is_judging_job(job)
+    # a TIR case is judged by the TIR stages (it has a verify stage, Relax has well_formed)
+    assert cases.judge(cases.job(tir_case)).extra["variant"]["pipeline"] in ("tir", "call_tir")
+
+
+def test_the_sandbox_child_judges_what_the_parent_would():
+    """The job a consumer sends is judged in the child by the same judge as in process."""
+    from fuzz.generate import generate
+    from worker.sandbox import Sandbox
+    from worker.sandbox_runner import outcome_from_result
+
+    prog = generate(5)
+    here = cases.judge(cases.job(prog)).to_json()
+    with Sandbox(timeout=120) as sb:
+        there = outcome_from_result(sb.run(cases.job(prog)))
+        text = outcome_from_result(sb.run(cases.job(_text(prog))))
+    assert (there["verdict"], there["kind"], there["message"]) == (
+        here["verdict"], here["kind"], here["message"])
+    assert text["verdict"] in ("pass", "fail")
+
+
+def test_unsafe_text_never_becomes_a_job():
+    from worker.script_guard import UnsafeScript
+
+    with pytest.raises(UnsafeScript):
+        cases.job("import os\nos.system('true')\n")
+
+
+def test_a_value_that_is_no_case_is_refused():
+    with pytest.raises(TypeError, match="not a case"):
+        cases.job(42)

@@ -1,0 +1,177 @@
+"""The kinds of case tvmfuzz judges, behind one interface, and the one sandbox job that judges
+any of them.
+
+A case is a value of one kind:
+
+| kind | value | judged by |
+|---|---|---|
+| ``relax`` | a Relax program model (``fuzz.model.Program``, ``ir == "relax"``) | ``worker.execute.compile_and_run`` |
+| ``tir`` | a TIR PrimFunc model (``fuzz.tir.model.TirProgram``) | ``worker.tir_execute.run_tir_case`` |
+| ``tvmscript`` | TVMScript text: a user's module, a reducer's candidate | ``worker.script_judge.judge_script`` |
+
+Relax models and text share one judging loop (``worker.execute.judge_module``); they differ
+only in how the module is made and what gives the inputs and the reference. TIR cases have
+their own stages (a schedule before the variants, ``tvm.tirx.build``).
+
+Every consumer (campaign, smoke, Celery workers, replay, the reducer's oracle, bisect) builds
+its sandbox job with ``job(value, ...)`` and every sandbox child judges with ``judge(job)``:
+one way in, one way out, so a case is judged the same whoever asks. A new kind of case (an
+ONNX model, a PyTorch program) is one more ``CaseKind`` here and one line in ``KINDS``.
+
+The job is plain JSON: ``{"kind": "case", "program": ...}`` for a model,
+``{"kind": "script", "text": ...}`` for text, with the judging options beside them
+(``variants``, ``input_seed``, ``near_valid``, ``inputs_by_name``, ``target``). Building a job
+imports no TVM; judging happens in the child only.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from fuzz.model import Program
+from fuzz.outcome import Outcome
+
+
+class CaseKind:
+    """One kind of case. ``name`` is the kind, ``job_kind`` the sandbox job's ``kind``,
+    ``file_name`` what a reduction or a saved finding stores it as."""
+
+    name = job_kind = file_name = ""
+
+    def accepts(self, value: Any) -> bool:
+        raise NotImplementedError
+
+    def text(self, value: Any) -> str:
+        """The case as canonical text: what is hashed, saved and compared."""
+        raise NotImplementedError
+
+    def job(self, value: Any, variants: Optional[list] = None, input_seed: Optional[int] = None,
+            near_valid: bool = False, by_name: Optional[dict] = None) -> dict:
+        raise NotImplementedError
+
+    def judge(self, job: dict) -> Outcome:
+        """Judge the job's case (sandbox child only)."""
+        raise NotImplementedError
+
+
+class _ModelCase(CaseKind):
+    job_kind, file_name, ir = "case", "case.json", ""
+
+    def accepts(self, value: Any) -> bool:
+        return not isinstance(value, str) and getattr(value, "ir", None) == self.ir
+
+    def text(self, value) -> str:
+        return value.dumps()
+
+    def job(self, value, variants: Optional[list] = None,
+            input_seed: Optional[int] = None, near_valid: bool = False,
+            by_name: Optional[dict] = None) -> dict:
+        # The variants travel in the case (meta["variants"]), so a replay builds it the same
+        # way; ``variants`` here overrides them (bisect, a reducer's fixed variants).
+        job = {"kind": self.job_kind, "program": value.to_json(),
+               "input_seed": (value.meta.get("seed") or 0) if input_seed is None else input_seed}
+        if variants is not None:
+            job["variants"] = variants
+        return job
+
+    @staticmethod
+    def _program(job: dict):
+        return Program.from_json(job["program"])   # a TirProgram for a TIR case
+
+    @staticmethod
+    def _variants(job: dict, prog) -> Optional[list]:
+        return job.get("variants") or prog.meta.get("variants")
+
+
+class RelaxCase(_ModelCase):
+    name, ir = "relax", "relax"
+
+    def judge(self, job: dict) -> Outcome:
+        from .execute import compile_and_run
+
+        prog = self._program(job)
+        return compile_and_run(prog, variants=self._variants(job, prog),
+                               input_seed=job.get("input_seed", 0))
+
+
+class TirCase(_ModelCase):
+    name, ir = "tir", "tir"
+
+    def judge(self, job: dict) -> Outcome:
+        from .tir_execute import run_tir_case
+
+        prog = self._program(job)
+        return run_tir_case(prog, variants=self._variants(job, prog),
+                            input_seed=job.get("input_seed", 0))
+
+
+class ScriptCase(CaseKind):
+    """TVMScript text. The script guard checks it before it is sent (``job`` refuses unsafe
+    text with ``UnsafeScript``) and again in the child before TVM parses it."""
+
+    name, job_kind, file_name = "tvmscript", "script", "case.py"
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, str)
+
+    def text(self, value: str) -> str:
+        return value
+
+    def job(self, value: str, variants: Optional[list] = None, input_seed: Optional[int] = None,
+            near_valid: bool = False, by_name: Optional[dict] = None) -> dict:
+        from .script_guard import check_script
+
+        check_script(value)   # never send text that could run code on parse
+        job: dict = {"kind": self.job_kind, "text": value, "input_seed": input_seed or 0}
+        if variants is not None:
+            job["variants"] = variants
+        if near_valid:
+            job["near_valid"] = True
+        if by_name:
+            job["inputs_by_name"] = by_name
+        return job
+
+    def judge(self, job: dict) -> Outcome:
+        from .script_guard import check_script
+        from .script_judge import judge_script
+
+        check_script(job["text"])
+        variants = job.get("variants")
+        if not variants:
+            # One variant: the target asked for (a kind name or a target dict), default build.
+            target = job.get("target", "llvm")
+            variants = [{"target": dict(target) if isinstance(target, dict)
+                         else {"kind": str(target)}}]
+        return judge_script(job["text"], variants, job.get("input_seed", 0),
+                            bool(job.get("near_valid")), job.get("inputs_by_name"))
+
+
+KINDS: tuple[CaseKind, ...] = (RelaxCase(), TirCase(), ScriptCase())
+
+
+def kind_of(value: Any) -> CaseKind:
+    """The kind of a case value."""
+    for k in KINDS:
+        if k.accepts(value):
+            return k
+    raise TypeError(f"not a case tvmfuzz can judge: {type(value).__name__}")
+
+
+def kind_of_job(job: dict) -> CaseKind:
+    """The kind of the case a judging job carries."""
+    if job.get("kind") == "script":
+        return KINDS[2]
+    return KINDS[1] if (job.get("program") or {}).get("kind") == "tir" else KINDS[0]
+
+
+def job(value: Any, **opts) -> dict:
+    """The sandbox job that judges ``value`` (see ``CaseKind.job`` for the options)."""
+    return kind_of(value).job(value, **opts)
+
+
+def judge(job: dict) -> Outcome:
+    """Judge the case a job carries, in this process (the sandbox child)."""
+    return kind_of_job(job).judge(job)
+
+
+def is_judging_job(job: dict) -> bool:
+    return job.get("kind") in {k.job_kind for k in KINDS}
