@@ -11,15 +11,18 @@ and the throw site. Signatures key the corpus's buckets.
 A *bug key* (``bug_key``) groups signatures by root cause, in the spirit of ClusterFuzz's crash
 state: kind + throw site without its line (the file; the stage when there is no C++ site) +
 the check text (``Check failed: (cond)`` and the ops the message names) or, for other errors,
-the exception class and message skeleton + the failing pass or schedule primitive. The op is
-left out of the key of CodeGenVM's clear "cannot emit this Relax operator directly" refusal:
-one behaviour whatever the op (shared/bug-classes.md, class 3). ``bug_id`` names a bug.
+the exception class and message skeleton + the failing pass or schedule primitive (with one
+error, primitives TVM implements with one body of code count as one: ``PRIMITIVE_FAMILY``).
+The op is left out of the key of CodeGenVM's clear "cannot emit this Relax operator directly"
+refusal: one behaviour whatever the op (shared/bug-classes.md, class 3). ``bug_id`` names a
+bug.
 """
 from __future__ import annotations
 
 import hashlib
 import posixpath
 import re
+from typing import Optional
 
 _DTYPE = (r"(?:bfloat16|float(?:8|16|32|64)|u?int(?:1|4|8|16|32|64)|bool|e[45]m[23]\w*)"
           r"(?:x\d+)?")
@@ -191,9 +194,10 @@ def _primitive(outcome: dict) -> str:
     return step.get("prim", "") if isinstance(step, dict) else ""
 
 
-def _suffix(outcome: dict, site: str) -> str:
+def _suffix(outcome: dict, site: str, prim: Optional[str] = None) -> str:
     extra = outcome.get("extra") or {}
-    failing_pass, prim = extra.get("failing_pass", ""), _primitive(outcome)
+    failing_pass = extra.get("failing_pass", "")
+    prim = _primitive(outcome) if prim is None else prim
     return (f" @ {site}" if site else "") + (f" [pass {failing_pass}]" if failing_pass else "") \
         + (f" [primitive {prim}]" if prim else "")
 
@@ -243,6 +247,20 @@ _ROUNDTRIP_FIELD = re.compile(r"(?:round trip changes the PrimFunc|undefined var
 _IR_PLACE = re.compile(r"\. It was first defined at .*$|\.?\s+While this variable was "
                        r"previously defined at .*$| at \.\.\.[\w\[\]\.]*")
 _UNKNOWN_INTRINSIC = re.compile(r"unknown intrinsic Op\(tirx\.\w+\)")
+# Schedule primitives that TVM implements with one body of code (src/s_tir/schedule/primitive/):
+# compute_at and reverse_compute_at are one template (ComputeAtOrReverseComputeAtImpl<bool>,
+# compute_at.cc); cache_read and cache_write rewrite their scope with twin mutators
+# (CacheReadRewriter, CacheWriteRewriter in cache_read_write.cc) that substitute the cache
+# buffer the same way. One error of that code (the same check or message) reached through
+# either primitive is one defect, so a bug key names the family. Not for a wrong result, a
+# signal, a hang or an out-of-memory: those say nothing of which code failed, and the primitive
+# that made them is all the key has (tir "after cache_read" and "after cache_write" stay two).
+PRIMITIVE_FAMILY = {
+    "cache_read": "cache_read/cache_write", "cache_write": "cache_read/cache_write",
+    "compute_at": "compute_at/reverse_compute_at",
+    "reverse_compute_at": "compute_at/reverse_compute_at",
+}
+_NO_MESSAGE_KINDS = frozenset({"numeric", "signal", "hang", "oom"})
 _UNRESOLVED_MATH = re.compile(r"Unresolved call Op\(tirx\.(?!tvm_)\w+\)")
 
 
@@ -318,7 +336,10 @@ def bug_key(outcome: dict) -> str:
             parts.append(f"{outcome.get('error_type', '')}: {msg}".lstrip(": "))
         if CODEGEN_REFUSAL not in msg:
             parts.append(_offending_op(outcome))
-    return " | ".join(p for p in parts if p) + _suffix(outcome, "")
+    prim = _primitive(outcome)
+    if kind not in _NO_MESSAGE_KINDS:
+        prim = PRIMITIVE_FAMILY.get(prim, prim)
+    return " | ".join(p for p in parts if p) + _suffix(outcome, "", prim)
 
 
 def bug_id(outcome_or_key) -> str:

@@ -304,3 +304,41 @@ def test_where_in_the_ir_a_redefinition_shows_is_not_part_of_the_bug():
     assert bug_id(var) == bug_id(buf) and signature(var) != signature(buf)
     nested = crash(buf["message"].replace("multiple definitions", "multiple nested definitions"))
     assert bug_id(nested) != bug_id(buf)
+
+
+def test_cache_read_and_cache_write_failing_alike_are_one_bug():
+    """cache_read and cache_write substitute the cache buffer with twin mutators of
+    cache_read_write.cc: on a buffer a statement declares (T.decl_buffer, or T.alloc_buffer at
+    the function's top) both define the cache buffer twice (campaign 6, bugs bf669e33743d and
+    f3a046be30b8, the verifier's messages as found). One error through either primitive is one
+    bug; the buckets, other primitives and the primitives' wrong results stay apart."""
+    root = '<root>.functions[I.GlobalVar("main")].body.block'
+
+    def crash(prim, buf):
+        return {"verdict": "fail", "kind": "crash", "stage": "schedule",
+                "error_type": "InternalError",
+                "message": f"ValueError: TIR is ill-formed, due to multiple nested definitions "
+                           f"of variable {buf}. It was first defined at {root}.alloc_buffers[0], "
+                           f"and was re-defined at {root}.body.seq[1].buffer",
+                "extra": {"failing_step": {"block": "b11", "buffer_index": 0, "func": "main",
+                                           "prim": prim, "scope": "local"}}}
+
+    write, read = crash("cache_write", "t2_local"), crash("cache_read", "t1_local")
+    assert bug_id(write) == bug_id(read) and signature(write) != signature(read)
+    assert "cache_read/cache_write" in bug_key(write)
+    assert bug_id(crash("loop_partition", "t1_local")) != bug_id(read)
+    other = dict(read, message="ValueError: Invalid use of undefined variable v1 at "
+                               f"{root}.body.seq[0].a.")
+    assert bug_id(other) != bug_id(read)
+    # compute_at and reverse_compute_at are one template: one check there is one bug.
+    check = {"verdict": "fail", "kind": "crash", "stage": "schedule",
+             "error_type": "InternalError", "message": "Check failed: (x.defined()) is false:",
+             "throw_site": "src/s_tir/schedule/primitive/compute_at.cc:300",
+             "extra": {"failing_step": {"prim": "compute_at"}}}
+    assert bug_id(check) == bug_id(dict(check, extra={"failing_step":
+                                                      {"prim": "reverse_compute_at"}}))
+    # A death or a hang says nothing of the code: the primitive that made it stays the key's.
+    death = {"verdict": "fail", "kind": "signal", "stage": "run", "error_type": "SIGSEGV",
+             "message": "killed by SIGSEGV in run",
+             "extra": {"failing_step": {"prim": "cache_read"}}}
+    assert bug_id(death) != bug_id(dict(death, extra={"failing_step": {"prim": "cache_write"}}))
