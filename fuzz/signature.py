@@ -261,6 +261,17 @@ PRIMITIVE_FAMILY = {
     "reverse_compute_at": "compute_at/reverse_compute_at",
 }
 _NO_MESSAGE_KINDS = frozenset({"numeric", "signal", "hang", "oom"})
+# TIR's verifier on a buffer access whose index list is wrong: a variable in it is out of scope
+# ("Invalid use of undefined variable v at ...indices") or the list has the wrong length
+# ("TIR TensorLoad at ... indexes 1-dimensional buffer B with 0 indices"). A rewrite that puts
+# a wrong index list into an access shows one or the other depending on what the list held
+# (reindex rewrites the buffer's accesses outside its block too: one before the block gets the
+# still empty list, one after it the block's iteration variables). The malformation, not its
+# wording, is the bug's, under the primitive or pass that made it.
+_ACCESS_INDICES = re.compile(r"undefined variable \$ at \.\.\.indices\b|"
+                             r"\bTIR Tensor(?:Load|Store)\b.* indexes N-dimensional buffer \$ "
+                             r"with N indices")
+ACCESS_INDICES = "TIR is ill-formed: a buffer access with a wrong index list"
 _UNRESOLVED_MATH = re.compile(r"Unresolved call Op\(tirx\.(?!tvm_)\w+\)")
 
 
@@ -322,6 +333,10 @@ def bug_key(outcome: dict) -> str:
             ops = [m.group(0) for m in _OPS_NAMED.finditer(msg[b:])]
             parts.append(" ".join([f"Check failed: {msg[a:b]}"] + ops))
         else:
+            extra = outcome.get("extra") or {}
+            if (extra.get("failing_pass") or _primitive(outcome)) and \
+                    _ACCESS_INDICES.search(msg):
+                msg = ACCESS_INDICES
             # TVM's well-formedness messages end with where in the IR the definition or use
             # is (`at ...alloc_buffers`, `at ...var`, `at ...indices`): one primitive's one
             # mistake shows at whichever kind of node the case had there.

@@ -342,3 +342,32 @@ def test_cache_read_and_cache_write_failing_alike_are_one_bug():
              "message": "killed by SIGSEGV in run",
              "extra": {"failing_step": {"prim": "cache_read"}}}
     assert bug_id(death) != bug_id(dict(death, extra={"failing_step": {"prim": "cache_write"}}))
+
+
+def test_a_wrong_index_list_a_primitive_left_is_one_bug_however_the_verifier_words_it():
+    """reindex rewrites the buffer's accesses outside its block too: an access before the block
+    gets the still empty index list ("indexes 1-dimensional buffer with 0 indices"), one after
+    it the block's iteration variables ("undefined variable r8 at ...indices"). Campaign 6's
+    bugs ecba39d9a726 and acd63edf677b, the messages as found: one bug. An undefined variable
+    elsewhere than in an index list, another primitive, or no named rewriter stay apart."""
+    root = '<root>.functions[I.GlobalVar("main")].body.block.body'
+
+    def crash(msg, prim="reindex", which="read"):
+        return {"verdict": "fail", "kind": "crash", "stage": "schedule",
+                "error_type": "InternalError", "message": msg,
+                "extra": {"failing_step": {"block": "b9", "buffer": [which, 0], "func": "main",
+                                           "prim": prim}}}
+
+    after = crash(f"ValueError: Invalid use of undefined variable r8 at {root}.seq[2].body.body"
+                  ".body.body.then_case.then_case.value.false_value.a.a.indices[0]..  While "
+                  f"this variable was previously defined at {root}.seq[1].body.body.body.body"
+                  ".block.iter_vars[3].var, this definition is no longer in-scope.")
+    before = crash(f"ValueError: TIR TensorLoad at {root}.seq[2].body.value.a indexes "
+                   "1-dimensional buffer p1_reindex with 0 indices.", which="write")
+    assert bug_id(after) == bug_id(before) and signature(after) != signature(before)
+    assert "reindex" in bug_key(after)
+    operand = crash(f"ValueError: Invalid use of undefined variable v1 at {root}.seq[0].a.")
+    assert bug_id(operand) != bug_id(after)
+    assert bug_id(crash(before["message"], prim="transform_layout")) != bug_id(before)
+    unnamed = [dict(o, extra={}) for o in (after, before)]
+    assert bug_id(unnamed[0]) != bug_id(unnamed[1])
