@@ -84,6 +84,50 @@ _SHAPE_LIST = re.compile(r"((?:\bshape\s*|\bR\.shape\(|\bR\.Tensor\(|\bT\.Buffer
 _OPS_NAMED = re.compile(r"\bOp\([\w.]+\)|\b(?:relax|tirx|tir|topi)\.[\w.]+")
 _ARG_LIST = re.compile(r"(?<=[(\[])\$(?:, \$)*(?=[)\]])")   # rank-dependent argument lists
 
+# Relax ops TVM registers with one type-inference function (FInferType, src/relax/op/ in TVM
+# 0.27), among the ops tvmfuzz generates; an op not listed has a function of its own.
+# Constructing a module runs it on every call (BlockBuilder.emit normalizes the call): a death
+# while one op of a family is emitted and while another is are one defect of that function
+# (relax.nn.attention and relax.nn.attention_bias both read the shape of a tensor whose shape
+# was erased, in InferTypeAttention). A bug key names the function; a signature the op.
+INFERENCE_FAMILIES: dict[str, tuple[str, ...]] = {
+    "InferTypeAttention (src/relax/op/nn/attention.cc)":
+        ("relax.nn.attention", "relax.nn.attention_bias"),
+    "InferTypeArgmaxArgmin (src/relax/op/tensor/search.cc)": ("relax.argmax", "relax.argmin"),
+    "InferTypeBroadcastArith (src/relax/op/tensor/binary.cc)":
+        ("relax.add", "relax.atan2", "relax.bitwise_and", "relax.bitwise_or", "relax.bitwise_xor",
+         "relax.divide", "relax.floor_divide", "relax.floor_mod", "relax.left_shift",
+         "relax.log_add_exp", "relax.logical_and", "relax.logical_or", "relax.logical_xor",
+         "relax.maximum", "relax.minimum", "relax.mod", "relax.multiply", "relax.power",
+         "relax.right_shift", "relax.subtract"),
+    "InferTypeBroadcastCMP (src/relax/op/tensor/binary.cc)":
+        ("relax.equal", "relax.greater", "relax.greater_equal", "relax.less", "relax.less_equal",
+         "relax.not_equal"),
+    "InferTypeOnesLikeZerosLike (src/relax/op/tensor/create.cc)":
+        ("relax.ones_like", "relax.zeros_like"),
+    "InferTypeOnesZeros (src/relax/op/tensor/create.cc)": ("relax.ones", "relax.zeros"),
+    "InferTypeTrilTriu (src/relax/op/tensor/create.cc)": ("relax.tril", "relax.triu"),
+    "InferTypePool1D (src/relax/op/nn/pooling.cc)": ("relax.nn.avg_pool1d", "relax.nn.max_pool1d"),
+    "InferTypePool2D (src/relax/op/nn/pooling.cc)": ("relax.nn.avg_pool2d", "relax.nn.max_pool2d"),
+    "InferTypePool3D (src/relax/op/nn/pooling.cc)": ("relax.nn.avg_pool3d", "relax.nn.max_pool3d"),
+    "InferTypeScan (src/relax/op/tensor/statistical.cc)": ("relax.cumprod", "relax.cumsum"),
+    "InferTypeStatistical (src/relax/op/tensor/statistical.cc)":
+        ("relax.max", "relax.mean", "relax.min", "relax.prod", "relax.std", "relax.sum",
+         "relax.variance"),
+    "InferTypeSoftmax (src/relax/op/nn/nn.cc)": ("relax.nn.log_softmax", "relax.nn.softmax"),
+    "InferTypeUnaryArith (src/relax/op/op_common.h)":
+        ("relax.abs", "relax.acos", "relax.acosh", "relax.asin", "relax.asinh", "relax.atan",
+         "relax.atanh", "relax.bitwise_not", "relax.ceil", "relax.cos", "relax.cosh", "relax.erf",
+         "relax.exp", "relax.floor", "relax.log", "relax.logical_not", "relax.negative",
+         "relax.round", "relax.rsqrt", "relax.sigmoid", "relax.sign", "relax.sin", "relax.sinh",
+         "relax.sqrt", "relax.square", "relax.tan", "relax.tanh", "relax.trunc", "relax.nn.gelu",
+         "relax.nn.gelu_tanh", "relax.nn.leakyrelu", "relax.nn.relu", "relax.nn.selu",
+         "relax.nn.silu", "relax.nn.softplus"),
+    "InferTypeUnaryCheck (src/relax/op/tensor/unary.cc)":
+        ("relax.isfinite", "relax.isinf", "relax.isnan"),
+}
+_INFERENCE_OF = {op: fn for fn, ops in INFERENCE_FAMILIES.items() for op in ops}
+
 
 def _is_name(tok: str, loose: bool) -> bool:
     """Whether ``tok`` is a program-chosen name. ``loose`` (outside C++ check text): also
@@ -224,11 +268,14 @@ def _native_frame(outcome: dict, root: bool = False) -> str:
     frame says nothing: the VM call that was running does (``extra["kernel"]``, a PrimFunc or
     builtin; for the bug key (``root``) without the numeric suffix LegalizeOps adds to a
     second PrimFunc of one op: take1 is take). While the module is constructed, the op whose
-    node was being built (``extra["op"]``)."""
+    node was being built (``extra["op"]``); for the bug key the type-inference function that
+    op shares with others (``INFERENCE_FAMILIES``), where it shares one."""
     if outcome.get("kind") != "signal":
         return ""
     extra = outcome.get("extra") or {}
     if outcome.get("stage") == "materialize" and extra.get("op"):
+        if root and extra["op"] in _INFERENCE_OF:
+            return f"in type inference {_INFERENCE_OF[extra['op']]}"
         return f"in op {extra['op']}"   # Python's faulthandler hides the C++ frames there
     if outcome.get("stage") == "run":
         kernel = extra.get("kernel") or ""

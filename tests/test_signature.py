@@ -371,3 +371,34 @@ def test_a_wrong_index_list_a_primitive_left_is_one_bug_however_the_verifier_wor
     assert bug_id(crash(before["message"], prim="transform_layout")) != bug_id(before)
     unnamed = [dict(o, extra={}) for o in (after, before)]
     assert bug_id(unnamed[0]) != bug_id(unnamed[1])
+
+
+def test_a_death_in_construction_is_the_type_inference_function_s_bug():
+    """relax.nn.attention and relax.nn.attention_bias share one FInferType, InferTypeAttention,
+    which reads the shape of a tensor whose shape a mutant erased (campaign 6's bugs
+    a674810ab3ae and 898823ecbbbe, the outcomes as found): a SIGSEGV while either is
+    constructed is one bug. The buckets stay per op; an op with an inference function of its
+    own, and another family's op, stay apart."""
+    stack = ["tvm/relax/block_builder.py:331 emit", "fuzz/materialize.py:201 _emit_block",
+             "fuzz/materialize.py:169 _build_function", "fuzz/materialize.py:220 materialize"]
+
+    def death(op):
+        return {"verdict": "fail", "kind": "signal", "stage": "materialize",
+                "error_type": "SIGSEGV", "message": "killed by SIGSEGV in materialize",
+                "extra": {"op": op, "python_stack": stack}}
+
+    attention, bias = death("relax.nn.attention"), death("relax.nn.attention_bias")
+    assert bug_id(attention) == bug_id(bias) and signature(attention) != signature(bias)
+    assert "InferTypeAttention" in bug_key(bias)
+    assert bug_id(death("relax.nn.conv2d")) not in (bug_id(attention), bug_id(death("relax.exp")))
+    assert bug_id(death("relax.exp")) == bug_id(death("relax.nn.relu")) != bug_id(
+        death("relax.add"))
+
+
+def test_inference_families_name_catalogued_ops_once():
+    from fuzz.catalogue import CATALOGUE
+    from fuzz.signature import INFERENCE_FAMILIES
+
+    listed = [op for ops in INFERENCE_FAMILIES.values() for op in ops]
+    assert len(listed) == len(set(listed)) and set(listed) <= set(CATALOGUE)
+    assert all(len(ops) > 1 for ops in INFERENCE_FAMILIES.values())
