@@ -294,6 +294,7 @@ _ROUNDTRIP_FIELD = re.compile(r"(?:round trip changes the PrimFunc|undefined var
 _IR_PLACE = re.compile(r"\. It was first defined at .*$|\.?\s+While this variable was "
                        r"previously defined at .*$| at \.\.\.[\w\[\]\.]*")
 _UNKNOWN_INTRINSIC = re.compile(r"unknown intrinsic Op\(tirx\.\w+\)")
+_UNRESOLVED_MATH = re.compile(r"Unresolved call Op\(tirx\.(?!tvm_)\w+\)")
 # Schedule primitives that TVM implements with one body of code (src/s_tir/schedule/primitive/):
 # compute_at and reverse_compute_at are one template (ComputeAtOrReverseComputeAtImpl<bool>,
 # compute_at.cc); cache_read and cache_write rewrite their scope with twin mutators
@@ -319,7 +320,6 @@ _ACCESS_INDICES = re.compile(r"undefined variable \$ at \.\.\.indices\b|"
                              r"\bTIR Tensor(?:Load|Store)\b.* indexes N-dimensional buffer \$ "
                              r"with N indices")
 ACCESS_INDICES = "TIR is ill-formed: a buffer access with a wrong index list"
-_UNRESOLVED_MATH = re.compile(r"Unresolved call Op\(tirx\.(?!tvm_)\w+\)")
 
 
 def _numeric_root(key: str) -> str:
