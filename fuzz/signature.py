@@ -11,15 +11,18 @@ and the throw site. Signatures key the corpus's buckets.
 A *bug key* (``bug_key``) groups signatures by root cause, in the spirit of ClusterFuzz's crash
 state: kind + throw site without its line (the file; the stage when there is no C++ site) +
 the check text (``Check failed: (cond)`` and the ops the message names) or, for other errors,
-the exception class and message skeleton + the failing pass or schedule primitive. The op is
-left out of the key of CodeGenVM's clear "cannot emit this Relax operator directly" refusal:
-one behaviour whatever the op (shared/bug-classes.md, class 3). ``bug_id`` names a bug.
+the exception class and message skeleton + the failing pass or schedule primitive (with one
+error, primitives TVM implements with one body of code count as one: ``PRIMITIVE_FAMILY``).
+The op is left out of the key of CodeGenVM's clear "cannot emit this Relax operator directly"
+refusal: one behaviour whatever the op (shared/bug-classes.md, class 3). ``bug_id`` names a
+bug.
 """
 from __future__ import annotations
 
 import hashlib
 import posixpath
 import re
+from typing import Optional
 
 _DTYPE = (r"(?:bfloat16|float(?:8|16|32|64)|u?int(?:1|4|8|16|32|64)|bool|e[45]m[23]\w*)"
           r"(?:x\d+)?")
@@ -80,6 +83,50 @@ _SHAPE_LIST = re.compile(r"((?:\bshape\s*|\bR\.shape\(|\bR\.Tensor\(|\bT\.Buffer
                          r"([^\[\]()]*)(?=[\])])")
 _OPS_NAMED = re.compile(r"\bOp\([\w.]+\)|\b(?:relax|tirx|tir|topi)\.[\w.]+")
 _ARG_LIST = re.compile(r"(?<=[(\[])\$(?:, \$)*(?=[)\]])")   # rank-dependent argument lists
+
+# Relax ops TVM registers with one type-inference function (FInferType, src/relax/op/ in TVM
+# 0.27), among the ops tvmfuzz generates; an op not listed has a function of its own.
+# Constructing a module runs it on every call (BlockBuilder.emit normalizes the call): a death
+# while one op of a family is emitted and while another is are one defect of that function
+# (relax.nn.attention and relax.nn.attention_bias both read the shape of a tensor whose shape
+# was erased, in InferTypeAttention). A bug key names the function; a signature the op.
+INFERENCE_FAMILIES: dict[str, tuple[str, ...]] = {
+    "InferTypeAttention (src/relax/op/nn/attention.cc)":
+        ("relax.nn.attention", "relax.nn.attention_bias"),
+    "InferTypeArgmaxArgmin (src/relax/op/tensor/search.cc)": ("relax.argmax", "relax.argmin"),
+    "InferTypeBroadcastArith (src/relax/op/tensor/binary.cc)":
+        ("relax.add", "relax.atan2", "relax.bitwise_and", "relax.bitwise_or", "relax.bitwise_xor",
+         "relax.divide", "relax.floor_divide", "relax.floor_mod", "relax.left_shift",
+         "relax.log_add_exp", "relax.logical_and", "relax.logical_or", "relax.logical_xor",
+         "relax.maximum", "relax.minimum", "relax.mod", "relax.multiply", "relax.power",
+         "relax.right_shift", "relax.subtract"),
+    "InferTypeBroadcastCMP (src/relax/op/tensor/binary.cc)":
+        ("relax.equal", "relax.greater", "relax.greater_equal", "relax.less", "relax.less_equal",
+         "relax.not_equal"),
+    "InferTypeOnesLikeZerosLike (src/relax/op/tensor/create.cc)":
+        ("relax.ones_like", "relax.zeros_like"),
+    "InferTypeOnesZeros (src/relax/op/tensor/create.cc)": ("relax.ones", "relax.zeros"),
+    "InferTypeTrilTriu (src/relax/op/tensor/create.cc)": ("relax.tril", "relax.triu"),
+    "InferTypePool1D (src/relax/op/nn/pooling.cc)": ("relax.nn.avg_pool1d", "relax.nn.max_pool1d"),
+    "InferTypePool2D (src/relax/op/nn/pooling.cc)": ("relax.nn.avg_pool2d", "relax.nn.max_pool2d"),
+    "InferTypePool3D (src/relax/op/nn/pooling.cc)": ("relax.nn.avg_pool3d", "relax.nn.max_pool3d"),
+    "InferTypeScan (src/relax/op/tensor/statistical.cc)": ("relax.cumprod", "relax.cumsum"),
+    "InferTypeStatistical (src/relax/op/tensor/statistical.cc)":
+        ("relax.max", "relax.mean", "relax.min", "relax.prod", "relax.std", "relax.sum",
+         "relax.variance"),
+    "InferTypeSoftmax (src/relax/op/nn/nn.cc)": ("relax.nn.log_softmax", "relax.nn.softmax"),
+    "InferTypeUnaryArith (src/relax/op/op_common.h)":
+        ("relax.abs", "relax.acos", "relax.acosh", "relax.asin", "relax.asinh", "relax.atan",
+         "relax.atanh", "relax.bitwise_not", "relax.ceil", "relax.cos", "relax.cosh", "relax.erf",
+         "relax.exp", "relax.floor", "relax.log", "relax.logical_not", "relax.negative",
+         "relax.round", "relax.rsqrt", "relax.sigmoid", "relax.sign", "relax.sin", "relax.sinh",
+         "relax.sqrt", "relax.square", "relax.tan", "relax.tanh", "relax.trunc", "relax.nn.gelu",
+         "relax.nn.gelu_tanh", "relax.nn.leakyrelu", "relax.nn.relu", "relax.nn.selu",
+         "relax.nn.silu", "relax.nn.softplus"),
+    "InferTypeUnaryCheck (src/relax/op/tensor/unary.cc)":
+        ("relax.isfinite", "relax.isinf", "relax.isnan"),
+}
+_INFERENCE_OF = {op: fn for fn, ops in INFERENCE_FAMILIES.items() for op in ops}
 
 
 def _is_name(tok: str, loose: bool) -> bool:
@@ -191,9 +238,10 @@ def _primitive(outcome: dict) -> str:
     return step.get("prim", "") if isinstance(step, dict) else ""
 
 
-def _suffix(outcome: dict, site: str) -> str:
+def _suffix(outcome: dict, site: str, prim: Optional[str] = None) -> str:
     extra = outcome.get("extra") or {}
-    failing_pass, prim = extra.get("failing_pass", ""), _primitive(outcome)
+    failing_pass = extra.get("failing_pass", "")
+    prim = _primitive(outcome) if prim is None else prim
     return (f" @ {site}" if site else "") + (f" [pass {failing_pass}]" if failing_pass else "") \
         + (f" [primitive {prim}]" if prim else "")
 
@@ -220,11 +268,14 @@ def _native_frame(outcome: dict, root: bool = False) -> str:
     frame says nothing: the VM call that was running does (``extra["kernel"]``, a PrimFunc or
     builtin; for the bug key (``root``) without the numeric suffix LegalizeOps adds to a
     second PrimFunc of one op: take1 is take). While the module is constructed, the op whose
-    node was being built (``extra["op"]``)."""
+    node was being built (``extra["op"]``); for the bug key the type-inference function that
+    op shares with others (``INFERENCE_FAMILIES``), where it shares one."""
     if outcome.get("kind") != "signal":
         return ""
     extra = outcome.get("extra") or {}
     if outcome.get("stage") == "materialize" and extra.get("op"):
+        if root and extra["op"] in _INFERENCE_OF:
+            return f"in type inference {_INFERENCE_OF[extra['op']]}"
         return f"in op {extra['op']}"   # Python's faulthandler hides the C++ frames there
     if outcome.get("stage") == "run":
         kernel = extra.get("kernel") or ""
@@ -244,6 +295,31 @@ _IR_PLACE = re.compile(r"\. It was first defined at .*$|\.?\s+While this variabl
                        r"previously defined at .*$| at \.\.\.[\w\[\]\.]*")
 _UNKNOWN_INTRINSIC = re.compile(r"unknown intrinsic Op\(tirx\.\w+\)")
 _UNRESOLVED_MATH = re.compile(r"Unresolved call Op\(tirx\.(?!tvm_)\w+\)")
+# Schedule primitives that TVM implements with one body of code (src/s_tir/schedule/primitive/):
+# compute_at and reverse_compute_at are one template (ComputeAtOrReverseComputeAtImpl<bool>,
+# compute_at.cc); cache_read and cache_write rewrite their scope with twin mutators
+# (CacheReadRewriter, CacheWriteRewriter in cache_read_write.cc) that substitute the cache
+# buffer the same way. One error of that code (the same check or message) reached through
+# either primitive is one defect, so a bug key names the family. Not for a wrong result, a
+# signal, a hang or an out-of-memory: those say nothing of which code failed, and the primitive
+# that made them is all the key has (tir "after cache_read" and "after cache_write" stay two).
+PRIMITIVE_FAMILY = {
+    "cache_read": "cache_read/cache_write", "cache_write": "cache_read/cache_write",
+    "compute_at": "compute_at/reverse_compute_at",
+    "reverse_compute_at": "compute_at/reverse_compute_at",
+}
+_NO_MESSAGE_KINDS = frozenset({"numeric", "signal", "hang", "oom"})
+# TIR's verifier on a buffer access whose index list is wrong: a variable in it is out of scope
+# ("Invalid use of undefined variable v at ...indices") or the list has the wrong length
+# ("TIR TensorLoad at ... indexes 1-dimensional buffer B with 0 indices"). A rewrite that puts
+# a wrong index list into an access shows one or the other depending on what the list held
+# (reindex rewrites the buffer's accesses outside its block too: one before the block gets the
+# still empty list, one after it the block's iteration variables). The malformation, not its
+# wording, is the bug's, under the primitive or pass that made it.
+_ACCESS_INDICES = re.compile(r"undefined variable \$ at \.\.\.indices\b|"
+                             r"\bTIR Tensor(?:Load|Store)\b.* indexes N-dimensional buffer \$ "
+                             r"with N indices")
+ACCESS_INDICES = "TIR is ill-formed: a buffer access with a wrong index list"
 
 
 def _numeric_root(key: str) -> str:
@@ -304,6 +380,10 @@ def bug_key(outcome: dict) -> str:
             ops = [m.group(0) for m in _OPS_NAMED.finditer(msg[b:])]
             parts.append(" ".join([f"Check failed: {msg[a:b]}"] + ops))
         else:
+            extra = outcome.get("extra") or {}
+            if (extra.get("failing_pass") or _primitive(outcome)) and \
+                    _ACCESS_INDICES.search(msg):
+                msg = ACCESS_INDICES
             # TVM's well-formedness messages end with where in the IR the definition or use
             # is (`at ...alloc_buffers`, `at ...var`, `at ...indices`): one primitive's one
             # mistake shows at whichever kind of node the case had there.
@@ -318,7 +398,10 @@ def bug_key(outcome: dict) -> str:
             parts.append(f"{outcome.get('error_type', '')}: {msg}".lstrip(": "))
         if CODEGEN_REFUSAL not in msg:
             parts.append(_offending_op(outcome))
-    return " | ".join(p for p in parts if p) + _suffix(outcome, "")
+    prim = _primitive(outcome)
+    if kind not in _NO_MESSAGE_KINDS:
+        prim = PRIMITIVE_FAMILY.get(prim, prim)
+    return " | ".join(p for p in parts if p) + _suffix(outcome, "", prim)
 
 
 def bug_id(outcome_or_key) -> str:

@@ -304,3 +304,101 @@ def test_where_in_the_ir_a_redefinition_shows_is_not_part_of_the_bug():
     assert bug_id(var) == bug_id(buf) and signature(var) != signature(buf)
     nested = crash(buf["message"].replace("multiple definitions", "multiple nested definitions"))
     assert bug_id(nested) != bug_id(buf)
+
+
+def test_cache_read_and_cache_write_failing_alike_are_one_bug():
+    """cache_read and cache_write substitute the cache buffer with twin mutators of
+    cache_read_write.cc: on a buffer a statement declares (T.decl_buffer, or T.alloc_buffer at
+    the function's top) both define the cache buffer twice (campaign 6, bugs bf669e33743d and
+    f3a046be30b8, the verifier's messages as found). One error through either primitive is one
+    bug; the buckets, other primitives and the primitives' wrong results stay apart."""
+    root = '<root>.functions[I.GlobalVar("main")].body.block'
+
+    def crash(prim, buf):
+        return {"verdict": "fail", "kind": "crash", "stage": "schedule",
+                "error_type": "InternalError",
+                "message": f"ValueError: TIR is ill-formed, due to multiple nested definitions "
+                           f"of variable {buf}. It was first defined at {root}.alloc_buffers[0], "
+                           f"and was re-defined at {root}.body.seq[1].buffer",
+                "extra": {"failing_step": {"block": "b11", "buffer_index": 0, "func": "main",
+                                           "prim": prim, "scope": "local"}}}
+
+    write, read = crash("cache_write", "t2_local"), crash("cache_read", "t1_local")
+    assert bug_id(write) == bug_id(read) and signature(write) != signature(read)
+    assert "cache_read/cache_write" in bug_key(write)
+    assert bug_id(crash("loop_partition", "t1_local")) != bug_id(read)
+    other = dict(read, message="ValueError: Invalid use of undefined variable v1 at "
+                               f"{root}.body.seq[0].a.")
+    assert bug_id(other) != bug_id(read)
+    # compute_at and reverse_compute_at are one template: one check there is one bug.
+    check = {"verdict": "fail", "kind": "crash", "stage": "schedule",
+             "error_type": "InternalError", "message": "Check failed: (x.defined()) is false:",
+             "throw_site": "src/s_tir/schedule/primitive/compute_at.cc:300",
+             "extra": {"failing_step": {"prim": "compute_at"}}}
+    assert bug_id(check) == bug_id(dict(check, extra={"failing_step":
+                                                      {"prim": "reverse_compute_at"}}))
+    # A death or a hang says nothing of the code: the primitive that made it stays the key's.
+    death = {"verdict": "fail", "kind": "signal", "stage": "run", "error_type": "SIGSEGV",
+             "message": "killed by SIGSEGV in run",
+             "extra": {"failing_step": {"prim": "cache_read"}}}
+    assert bug_id(death) != bug_id(dict(death, extra={"failing_step": {"prim": "cache_write"}}))
+
+
+def test_a_wrong_index_list_a_primitive_left_is_one_bug_however_the_verifier_words_it():
+    """reindex rewrites the buffer's accesses outside its block too: an access before the block
+    gets the still empty index list ("indexes 1-dimensional buffer with 0 indices"), one after
+    it the block's iteration variables ("undefined variable r8 at ...indices"). Campaign 6's
+    bugs ecba39d9a726 and acd63edf677b, the messages as found: one bug. An undefined variable
+    elsewhere than in an index list, another primitive, or no named rewriter stay apart."""
+    root = '<root>.functions[I.GlobalVar("main")].body.block.body'
+
+    def crash(msg, prim="reindex", which="read"):
+        return {"verdict": "fail", "kind": "crash", "stage": "schedule",
+                "error_type": "InternalError", "message": msg,
+                "extra": {"failing_step": {"block": "b9", "buffer": [which, 0], "func": "main",
+                                           "prim": prim}}}
+
+    after = crash(f"ValueError: Invalid use of undefined variable r8 at {root}.seq[2].body.body"
+                  ".body.body.then_case.then_case.value.false_value.a.a.indices[0]..  While "
+                  f"this variable was previously defined at {root}.seq[1].body.body.body.body"
+                  ".block.iter_vars[3].var, this definition is no longer in-scope.")
+    before = crash(f"ValueError: TIR TensorLoad at {root}.seq[2].body.value.a indexes "
+                   "1-dimensional buffer p1_reindex with 0 indices.", which="write")
+    assert bug_id(after) == bug_id(before) and signature(after) != signature(before)
+    assert "reindex" in bug_key(after)
+    operand = crash(f"ValueError: Invalid use of undefined variable v1 at {root}.seq[0].a.")
+    assert bug_id(operand) != bug_id(after)
+    assert bug_id(crash(before["message"], prim="transform_layout")) != bug_id(before)
+    unnamed = [dict(o, extra={}) for o in (after, before)]
+    assert bug_id(unnamed[0]) != bug_id(unnamed[1])
+
+
+def test_a_death_in_construction_is_the_type_inference_function_s_bug():
+    """relax.nn.attention and relax.nn.attention_bias share one FInferType, InferTypeAttention,
+    which reads the shape of a tensor whose shape a mutant erased (campaign 6's bugs
+    a674810ab3ae and 898823ecbbbe, the outcomes as found): a SIGSEGV while either is
+    constructed is one bug. The buckets stay per op; an op with an inference function of its
+    own, and another family's op, stay apart."""
+    stack = ["tvm/relax/block_builder.py:331 emit", "fuzz/materialize.py:201 _emit_block",
+             "fuzz/materialize.py:169 _build_function", "fuzz/materialize.py:220 materialize"]
+
+    def death(op):
+        return {"verdict": "fail", "kind": "signal", "stage": "materialize",
+                "error_type": "SIGSEGV", "message": "killed by SIGSEGV in materialize",
+                "extra": {"op": op, "python_stack": stack}}
+
+    attention, bias = death("relax.nn.attention"), death("relax.nn.attention_bias")
+    assert bug_id(attention) == bug_id(bias) and signature(attention) != signature(bias)
+    assert "InferTypeAttention" in bug_key(bias)
+    assert bug_id(death("relax.nn.conv2d")) not in (bug_id(attention), bug_id(death("relax.exp")))
+    assert bug_id(death("relax.exp")) == bug_id(death("relax.nn.relu")) != bug_id(
+        death("relax.add"))
+
+
+def test_inference_families_name_catalogued_ops_once():
+    from fuzz.catalogue import CATALOGUE
+    from fuzz.signature import INFERENCE_FAMILIES
+
+    listed = [op for ops in INFERENCE_FAMILIES.values() for op in ops]
+    assert len(listed) == len(set(listed)) and set(listed) <= set(CATALOGUE)
+    assert all(len(ops) > 1 for ops in INFERENCE_FAMILIES.values())
