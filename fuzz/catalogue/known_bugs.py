@@ -122,7 +122,7 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
              "instead of 0. Matched by op alone: the trigger is in the input shapes",
              what=("numeric",)),
     KnownBug(("relax.eye_like",), ("*",), r"requires the input (?:tensor|data) to have|"
-             r"Expected integer argument|Binary operators must have the same datatype|"
+             r"Expected (?:integer|boolean) argument|Binary operators must have the same datatype|"
              r"all inputs must have the same dtype",
              "eye_like ignores its dtype when legalized (the result keeps the input's dtype), "
              "so an op consuming it fails re-inference in LegalizeOps",
