@@ -318,10 +318,12 @@ def call_tir_outputs(prog, inputs: dict, expected: Optional[dict] = None) -> Opt
     return outs
 
 
-# Other initial contents for the outputs: random values far from the first ones, and the
-# largest and smallest a dtype holds (garbage in fresh memory is often huge: a function that
-# compares its output's old contents with a small value shows only against those).
-_FILLS = ("random", "high", "low")
+# Other initial contents for the outputs: random values far from the first ones, the largest
+# and smallest a dtype holds (garbage in fresh memory is often huge: a function that compares
+# its output's old contents with a small value shows only against those), and zeros (fresh
+# pages are zero: a function that only tests its output's old contents for truth, as in
+# ``Select(bool(out[i]), ...)``, reads every nonzero fill alike).
+_FILLS = ("random", "high", "low", "zero")
 
 
 def _scramble(a, fill: str = "random"):
@@ -333,6 +335,9 @@ def _scramble(a, fill: str = "random"):
     rng = np.random.default_rng(20261125)
     if a.dtype == bool:
         return ~a
+    if fill == "zero":
+        out = np.zeros(a.shape, a.dtype)
+        return out if not np.array_equal(out, a) else np.ones(a.shape, a.dtype)
     if fill in ("high", "low"):
         if np.issubdtype(a.dtype, np.integer):
             info = np.iinfo(a.dtype)
