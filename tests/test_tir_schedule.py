@@ -139,6 +139,32 @@ def test_a_step_that_no_longer_applies_raises_step_refused():
         ts.apply_schedule(mod, steps[1:])
 
 
+def test_a_refused_step_is_no_longer_where_the_child_is(monkeypatch):
+    """The breadcrumb names the step running: once TVM refused it, it is not running any
+    more. Left behind, a later death (a pass after the schedule, the run) was filed as that
+    step's segfault (campaign seed 70116: a scatter_nd kernel's SIGSEGV in the run stage
+    reported as "SIGSEGV in schedule [primitive storage_align]", whose repro.py could not
+    reproduce it)."""
+    from worker import breadcrumb
+
+    where: dict = {}
+
+    def mark(**kw):
+        for k, v in kw.items():
+            if v is None:
+                where.pop(k, None)
+            else:
+                where[k] = v
+
+    monkeypatch.setattr(breadcrumb, "mark", mark)
+    for step in ({"func": "matmul", "prim": "compute_inline", "block": "D"},      # TVM says no
+                 {"func": "matmul", "prim": "split", "block": "nope", "loop": 0,  # gone
+                  "factors": [None, 2], "preserve_unit_iters": True}):
+        with pytest.raises(ts.StepRefused):
+            ts.apply_schedule(ts.matmul_module(), [step])
+        assert "step" not in where, where
+
+
 def test_a_tvm_crash_propagates_with_its_step():
     bug = next(b for b in ts.KNOWN_BUGS if b["id"] == "blockize-reverse_compute_inline")
     with pytest.raises(Exception) as info:

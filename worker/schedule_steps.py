@@ -746,7 +746,13 @@ def _apply_step(fmod, step: dict, sch=None):
     try:
         _do(_Ctx(sch, step), step)
     except s_tir.ScheduleError as e:
+        # Refused: the step is over. Left as the breadcrumb, a later death (the next step's
+        # sampling, a pass after the schedule) would be blamed on it.
+        breadcrumb.mark(step=None)
         raise StepRefused(step, _first_line(str(e))) from e
+    except StepRefused:
+        breadcrumb.mark(step=None)
+        raise
     new = sch.mod
     # A primitive that leaves ill-formed TIR (a variable defined twice, ...) is the finding,
     # not the next step, whose Schedule constructor would be the first to notice.
