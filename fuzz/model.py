@@ -217,7 +217,9 @@ class Program:
         return Program.from_json(json.loads(s))
 
     def copy(self) -> "Program":
-        return Program.from_json(self.to_json())
+        """A deep copy: meta's nested dicts (variants, their schedules) are not shared, as
+        TirProgram.copy."""
+        return Program.loads(self.dumps())
 
 
 def _param_json(p: Param, ty) -> dict:
