@@ -173,12 +173,13 @@ def reduce_case(program: Program, *, signature: Optional[str] = None,
         first = _check_start(oracle, "case", program, signature, interesting)
         oracle.target_sig = first.get("signature", signature or "")
         oracle.timeout = _candidate_timeout(first, timeout)
+        start = _pin_schedule(program, first, oracle)
         ops = _case_ops(program)
         progress = _Progress(writer, PARTIAL + "case.json", subject.text)
         driver = Driver(oracle.test, ops.smaller, width=pool.size, log=log, on_accept=progress,
                         deadline=None if time_budget is None else t0 + time_budget,
                         structure=ops.structure)
-        best, cancelled = _run(driver, program, ops.passes(program, first), max_rounds, log)
+        best, cancelled = _run(driver, start, ops.passes(start, first), max_rounds, log)
         outcome = _final_outcome(oracle, best, first, interesting)
         script, module_json = _print_case(pool, best, outcome)
         trace = _tir_trace(pool, best, outcome)
@@ -200,6 +201,22 @@ def reduce_case(program: Program, *, signature: Optional[str] = None,
     finally:
         if own:
             pool.close()
+
+
+def _pin_schedule(program, first: dict, oracle: Oracle):
+    """A Relax finding of one "scheduled" variant: that variant replays the steps the finding
+    applied (``schedule_steps``) instead of drawing from its seed. A draw on a smaller module
+    is another schedule, so without this every removal that changes the PrimFuncs loses the
+    bug and dead bindings stay; pinned, the steps are reduced too (drop_schedule_steps).
+    Kept only where the pinned case still gives the finding."""
+    vs = program.meta.get("variants") or [] if program.ir == "relax" else []
+    steps = (first.get("extra") or {}).get("schedule") or []
+    scheduled = [i for i, v in enumerate(vs) if v.get("pipeline") == "scheduled"]
+    if not steps or len(scheduled) != 1 or vs[scheduled[0]].get("schedule_steps") is not None:
+        return program
+    pinned = program.copy()
+    pinned.meta["variants"][scheduled[0]]["schedule_steps"] = [dict(s) for s in steps]
+    return pinned if oracle.test([pinned])[0] else program
 
 
 @dataclass
@@ -377,7 +394,8 @@ def _print_case(pool: SandboxPool, prog: Program, outcome: Optional[dict] = None
 
 def _repro_extras(pool: SandboxPool, subject, outcome: dict, module_json: str,
                   variants: Optional[list] = None, near_valid: bool = False) -> dict:
-    """What a Relax repro.py needs beyond the script: the module's JSON (see _print_case) and,
+    """What a Relax repro.py needs beyond the script: the module's JSON (see _print_case),
+    the module's construction as Python where constructing it is what fails ("builder"), and,
     for "scheduled" variants, the schedule that was applied as TVM's trace."""
     from .repro import failing_variants
 
@@ -387,6 +405,13 @@ def _repro_extras(pool: SandboxPool, subject, outcome: dict, module_json: str,
                                     and program.meta.get("mode") == "near-valid")
     if program is not None and program.ir == "tir":
         return out
+    if program is not None and outcome.get("stage") == "materialize" and \
+            outcome.get("kind") in ("crash", "signal", "hang", "oom"):
+        # TVM fails while the module is constructed: there is no module to print, so repro.py
+        # constructs it call by call.
+        r = pool.run({"kind": "builder", "program": program.to_json()})
+        if r.get("status") == "ok":
+            out["builder"] = r["result"]["builder"]
     vs = variants or failing_variants(program, outcome)
     if any(v.get("pipeline") == "scheduled" for v in vs):
         job = {"kind": "schedule_trace", "variants": vs, "near_valid": near_valid,

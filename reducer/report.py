@@ -174,13 +174,20 @@ def _schedule_lines(o: dict, variants: list, traces: Optional[dict]) -> list[str
         return []
     steps = (o.get("extra") or {}).get("schedule") or []
     step = failing_step(o)
+    got = (traces or {}).get(str(idx[-1])) or {}
+    if not steps and got.get("traces") is not None:   # a death after the schedule records
+        steps = [{"prim": t.get("prim", "?")} for t in got["traces"]]   # none: the trace's
+    if not steps and got.get("traces") == []:
+        return ["### The schedule tvmfuzz applied", "",
+                "None: tvmfuzz's schedule step (between `LegalizeOps` and the default build "
+                "pipeline) applied no primitive to this module, so the build is `LegalizeOps` "
+                "followed by the default pipeline, which repro.py runs as it is.", ""]
     out = ["### The schedule tvmfuzz applied", "",
            "tvmfuzz applied this s_tir schedule to the PrimFuncs `LegalizeOps` made, between "
            "`LegalizeOps` and the default build pipeline (its own step, named "
            "`tvmfuzz.RandomSchedule` where a pass would be named; not a TVM pass): "
            f"{len(steps)} primitive(s), " + ", ".join(f"`{s.get('prim')}`" for s in steps)
            + "." + (f" TVM fails in the last one, `{step.get('prim')}`." if step else ""), ""]
-    got = (traces or {}).get(str(idx[-1])) or {}
     if got.get("traces"):
         out += ["As TVM's own trace, each step on a fresh `tvm.s_tir.Schedule` of its "
                 "function (this is what repro.py replays):", "", "```python"]
@@ -263,8 +270,13 @@ def _actual_where(o: dict) -> str:
     return ""
 
 
-def _repro_text(o: dict, meta: dict, module_json: bool) -> str:
+def _repro_text(o: dict, meta: dict, module_json: bool, builder: bool = False) -> str:
     kind, stage = o.get("kind", ""), o.get("stage", "")
+    if builder:
+        return ("TVM fails while this module is being constructed, so there is no module to "
+                "print as TVMScript. `repro.py` (attached) constructs it with "
+                "`relax.BlockBuilder` call by call, as tvmfuzz did (the code below), and reports "
+                "the failure.")
     source = ("loads the module from TVM's JSON of it (`tvm.ir.load_json`: TVM's printer does "
               "not give this module back exactly, which the module below is the printout of)"
               if module_json else "parses the module below")
@@ -337,12 +349,14 @@ def report_markdown(red, variants: list, affected: Optional[dict] = None) -> str
         "python repro.py   # exit 1: reproduces; 0: fixed; 2: fails differently",
         "```",
         "",
-        _repro_text(o, meta, bool(red.repro.get("module_json"))),
+        _repro_text(o, meta, bool(red.repro.get("module_json")),
+                    builder=not red.script and bool(red.repro.get("builder"))),
         "",
         "### Reduced module",
         "",
         "```python",
-        red.script.strip() if red.script else "(could not be printed)",
+        red.script.strip() if red.script else (red.repro.get("builder") or "").strip()
+        or "(could not be printed)",
         "```",
         "",
         *_schedule_lines(o, variants if program is None or program.ir != "tir" else [],
@@ -407,9 +421,11 @@ def write_outputs(red, variants: Optional[list] = None, affected: Optional[dict]
         w.write("case.py", red.script)
         w.write("repro.py", tir_repro_text(program, red.script, red.outcome,
                                            trace=red.stats.get("schedule_trace")), mode=0o755)
-    elif red.script:
-        w.write("case.py", red.script)
-        w.write("repro.py", repro_text(red.script, red.outcome, program, variants,
+    elif red.script or red.repro.get("builder"):
+        if red.script:
+            w.write("case.py", red.script)
+        w.write("repro.py", repro_text(red.script or red.repro["builder"], red.outcome,
+                                       program, variants, builder=not red.script,
                                        input_seed=red.stats.get("input_seed") or 0,
                                        near_valid=bool(red.stats.get("near_valid")),
                                        inputs_by_name=red.stats.get("inputs_by_name"),

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tvmfuzz.cli import main
 from fuzz.model import Block, Function, Node, Param, Program, TensorTy
 from reducer.api import reduce_case
@@ -279,3 +281,34 @@ def test_shape_inference_report_finds_the_binding_in_its_function(tmp_path, caps
     assert rc == 0, out
     assert not (tmp_path / "rep2" / "repro.py").exists()
     assert "wrote report.md to" in out and "no repro.py" in out
+
+
+def test_a_pinned_schedule_lets_dead_bindings_and_steps_go(tmp_path):
+    """A Relax "scheduled" finding replays the steps it applied (``schedule_steps``), not a
+    new draw from its seed on each smaller module, so the reducer removes bindings the bug
+    does not need and drops the steps it does not need (seed 116's loop_partition of the
+    matmul's reduction loop gives wrong sums: known, loop_partition-reduction-init)."""
+    from fuzz.model import Node, Param, TensorTy
+    from reducer.api import reduce_case
+    from worker import cases
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_repro_fresh import scheduled
+
+    # the reducer pins the seed's schedule itself, then drops the steps the bug does not need
+    red = reduce_case(scheduled(116), out_dir=tmp_path / "seeded", timeout=120)
+    assert [s["prim"] for s in red.reduced.meta["variants"][-1]["schedule_steps"]] == [
+        "loop_partition"]
+    prog = scheduled(116)
+    first = cases.judge(cases.job(prog))
+    assert first.extra["numeric_key"].endswith("after loop_partition")
+    main = prog.main
+    main.params.append(Param("z", TensorTy([6], "float32")))
+    main.blocks[0].nodes.insert(0, Node("d1", "relax.exp", ["z"], {}, TensorTy([6], "float32")))
+    prog.meta["variants"][1]["schedule_steps"] = first.extra["schedule"]
+    red = reduce_case(prog, out_dir=tmp_path / "red", timeout=120)
+    names = [n.name for n in red.reduced.main.nodes()]
+    assert "d1" not in names, names
+    steps = red.reduced.meta["variants"][-1]["schedule_steps"]
+    assert [s["prim"] for s in steps] == ["loop_partition"], steps
+    assert red.outcome["reproduction"]["reproduced"] == 3

@@ -26,8 +26,8 @@ from fuzz.outcome import Outcome  # noqa: F401 - the judges' result, re-exported
 from . import breadcrumb
 from .schedule_noise import is_schedule_noise
 from fuzz.signature import signature
-from .variants import (BASE, SCHEDULE_PASS, Variant, build, load_vm, nvcc_available,
-                       nvcc_compile)
+from .variants import (BASE, LAST_REFUSED, SCHEDULE_PASS, Variant, build, load_vm,
+                       nvcc_available, nvcc_compile)
 
 STAGES = ("materialize", "well_formed", "build", "vm_load", "run", "reference", "compare")
 
@@ -330,6 +330,11 @@ def _build_failure(e: BaseException, v: Variant, wf: bool, near_valid: bool, wat
     if not wf:
         # Verifier and build agree the module is wrong: a mutant's expected end.
         return _fail("build", e, kind="rejected", verdict="rejected")
+    if v.pipeline == "scheduled" and v.schedule_steps is not None and LAST_REFUSED:
+        # A recorded step that no longer applies to this module (a reducer's candidate lost
+        # the block it names): the case changed, TVM did nothing wrong.
+        return Outcome("invalid", "generator", "schedule", "StepRefused",
+                       "recorded schedule step no longer applies: " + LAST_REFUSED[0])
     if v.pipeline == "scheduled" and is_schedule_noise(str(e)):
         # A lowering precondition no s_tir primitive checks (nested parallel loops, a
         # vectorized loop of symbolic extent): TVM's stated refusal.

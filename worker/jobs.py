@@ -60,6 +60,16 @@ def _print(job: dict) -> dict:
     return out
 
 
+def _builder(job: dict) -> dict:
+    """The construction of a Relax case as Python (``fuzz.materialize.builder_source``), for
+    repro.py of a finding TVM meets while the module is constructed (no module to print).
+    Writes source only: nothing is constructed, so it cannot die the finding's death."""
+    from fuzz.materialize import builder_source
+    from fuzz.model import Program
+
+    return {"builder": builder_source(Program.from_json(job["program"]))}
+
+
 def _schedule_trace(job: dict) -> dict:
     """For repro.py of a Relax finding: the schedule each "scheduled" variant applied, as
     TVM's trace per step (worker.tir_schedule.step_traces). The module is built as the finding
@@ -88,8 +98,10 @@ def _schedule_trace(job: dict) -> dict:
         got: dict = {}
 
         def take(m, v=v, got=got):
-            steps = job.get("steps") if len(scheduled) == 1 else None
-            if not steps:
+            # The variant's pinned steps (a reduced case's), else the outcome's, else a draw.
+            steps = v.schedule_steps if v.schedule_steps is not None else (
+                job.get("steps") if len(scheduled) == 1 else None)
+            if steps is None or (not steps and v.schedule_steps is None):
                 try:
                     V._random_schedule(v.schedule_seed or 0)(m)
                 except Exception:  # noqa: BLE001 - the step that raised is recorded too
@@ -175,7 +187,7 @@ def _echo(job):
     return {"echo": job.get("value")}
 
 
-KINDS = {"case": _judge, "script": _judge, "print": _print, "tir_trace": _tir_trace,
+KINDS = {"case": _judge, "script": _judge, "print": _print, "builder": _builder, "tir_trace": _tir_trace,
          "standard_schedule": _standard_schedule,
          "schedule_trace": _schedule_trace,
          "segv": _segv, "fpe": _fpe, "sleep": _sleep, "spin": _spin, "alloc": _alloc,

@@ -30,7 +30,7 @@ def step_traces(mod, steps: list[dict], own_calls: bool = False,
         func = step["func"]
         sch = _new_schedule(mod, func)
         rec = _CallRecorder(sch, dry=dry_last and k == len(steps) - 1)
-        entry: dict = {"func": func}
+        entry: dict = {"func": func, "prim": step.get("prim")}
         try:
             _do(_Ctx(rec, step), step)
         except _DryRun:

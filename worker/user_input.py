@@ -25,7 +25,8 @@ PIPELINES = {"relax": {"default", "target", "zero", "passes", "scheduled"},
 TARGET_KINDS = {"llvm", "c", "cuda"}
 TARGET_KEYS = {"kind", "opt-level", "mcpu", "arch"}
 EXEC_MODES = {"bytecode", "compiled"}
-VARIANT_KEYS = {"target", "pipeline", "passes", "exec_mode", "extra_passes", "schedule_seed"}
+VARIANT_KEYS = {"target", "pipeline", "passes", "exec_mode", "extra_passes", "schedule_seed",
+                "schedule_steps"}
 # Decorators that make a TVMScript module or function (with or without a call).
 MODULE_DECORATORS = {("I", "ir_module"), ("R", "function"), ("T", "prim_func")}
 
@@ -131,4 +132,9 @@ def case_problem(prog: Program) -> Optional[str]:
         seed = v.get("schedule_seed")
         if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
             return f"{where}'s schedule seed is not an integer"
+        steps = v.get("schedule_steps")
+        if steps is not None and not (isinstance(steps, list) and all(
+                isinstance(st, dict) and isinstance(st.get("prim"), str)
+                and isinstance(st.get("func"), str) for st in steps)):
+            return f"{where}'s schedule steps are not a list of recorded steps"
     return None

@@ -54,11 +54,17 @@ class Variant:
     # pipeline "scheduled": LegalizeOps, then random s_tir primitives on every PrimFunc
     # (worker/tir_schedule.py) drawn from this seed, then the default build pipeline.
     schedule_seed: Optional[int] = None
+    # pipeline "scheduled": these recorded steps (worker/schedule_steps.py's dicts) replayed
+    # exactly instead of a draw from the seed. The reducer pins a finding's schedule this way,
+    # so a smaller module keeps the schedule that failed (a new draw on it is another
+    # schedule) and the steps themselves can be dropped one by one.
+    schedule_steps: Optional[list] = None
 
     def to_json(self) -> dict:
         d = asdict(self)
-        if d["schedule_seed"] is None:
-            del d["schedule_seed"]   # keeps the JSON of unscheduled variants as it was
+        for k in ("schedule_seed", "schedule_steps"):
+            if d[k] is None:
+                del d[k]   # keeps the JSON of unscheduled variants as it was
         return d
 
     @staticmethod
@@ -267,6 +273,8 @@ def relax_pipeline(v: Variant, target):
 # The steps the last "scheduled" build applied (per process: one sandbox child builds one
 # case at a time), for the finding (outcome.extra["schedule"]) and the campaign's statistics.
 LAST_SCHEDULE: list = []
+# Why the last replay of recorded steps stopped at a step that does not apply, if it did.
+LAST_REFUSED: list = []
 
 
 def _random_schedule(seed: int):
@@ -289,11 +297,38 @@ def _random_schedule(seed: int):
     return random_schedule
 
 
+def _replay_schedule(steps: list):
+    """The "scheduled" pipeline's step for recorded steps: replayed exactly, recorded as a
+    draw is. A step that no longer applies (its function, block or loop is gone) raises
+    StepRefused, which the judge calls invalid: the case changed, TVM did nothing wrong."""
+    from . import tir_schedule as TS
+
+    def replay(mod):
+        LAST_SCHEDULE.clear()
+        LAST_REFUSED.clear()
+        try:
+            new = TS.apply_schedule(mod, steps)
+        except TS.StepRefused as e:
+            LAST_REFUSED.append(str(e))   # TVM's FFI hands it back as another type
+            raise
+        except BaseException as e:
+            step, before = TS.failed_step(e)
+            LAST_SCHEDULE.extend(before + ([step] if step else []))
+            raise
+        LAST_SCHEDULE.extend(steps)
+        return new
+
+    return replay
+
+
 def build(mod, v: Variant, schedule=None):
-    """Build ``mod`` as ``v`` says; a "scheduled" variant draws its random schedule from its
-    seed unless ``schedule`` (a function of the module) is given."""
+    """Build ``mod`` as ``v`` says; a "scheduled" variant replays its recorded steps, or else
+    draws its random schedule from its seed, unless ``schedule`` (a function of the module)
+    is given."""
+    LAST_REFUSED.clear()
     if schedule is None and v.pipeline == "scheduled":
-        schedule = _random_schedule(v.schedule_seed or 0)
+        schedule = (_replay_schedule(v.schedule_steps) if v.schedule_steps is not None
+                    else _random_schedule(v.schedule_seed or 0))
     return build_for(mod, v.to_json(), schedule)
 
 

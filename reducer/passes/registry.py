@@ -19,6 +19,7 @@ MODEL = (                                   # Relax cases (fuzz.model); size: mo
     "isolate_op.IsolateOp",                 # the op the failure names, alone in main
     "cleanup.Cleanup",                      # one candidate: the four changes that keep bugs
     "drop_variants.DropVariants",           # build fewer ways
+    "drop_schedule_steps.DropScheduleSteps",  # fewer steps of a pinned schedule
     "shorten_passes.ShortenPasses",         # fewer passes in a recorded pass sequence
     "remove_functions.RemoveFunctions",     # callees go; their calls become parameters
     "shrink_outputs.ShrinkOutputs",         # fewer fields in a returned tuple

@@ -89,6 +89,8 @@ MEASURES = {                              # in size-key order: earlier ones weig
     "functions": lambda prog: len(prog.functions),
     "outputs": _outputs,                  # fields of returned tuples (+1 per tuple)
     "variants": _variants,                # compile variants and their pass lists
+    "schedule_steps": lambda prog: sum(len(v.get("schedule_steps") or [])
+                                       for v in variants(prog)),   # pinned schedules
     "params": _params,
     "blocks": _blocks,                    # blocks, dataflow ones twice
     "annotations": _annotations,          # explicit annotations, erased parameter types
