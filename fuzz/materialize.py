@@ -365,3 +365,178 @@ def eval_dim_text(text: str, env: dict) -> int:
             raise MaterializeError(f"unexpected attribute in dim {text!r}")
     return int(eval(compile(tree, "<dim>", "eval"), {"__builtins__": {}, "max": max, "min": min},
                     dict(env)))
+
+
+# --- the same construction as Python source, for a repro.py --------------------------------
+def builder_source(program: Program) -> str:
+    """Python that constructs ``program``'s module with ``relax.BlockBuilder`` call by call,
+    as ``materialize`` does (the same ``spec.call`` arguments, the installed release's
+    spelling of the types): ``build_module()`` returns the module. For a finding TVM meets
+    while the module is constructed, there is no module to print: this is its reduced
+    case, runnable with TVM and numpy alone."""
+    _, relax, _ = _tvm()
+    struct = compat.struct_info_api()
+    tensor = "relax.TensorStructInfo" if struct else "relax.TensorType"
+    tup = "relax.TupleStructInfo" if struct else "relax.TupleType"
+    prim = "relax.prim_value" if hasattr(relax, "prim_value") else "relax.PrimValue"
+    lines = ["import numpy as np", "import tvm", "from tvm import relax, tirx", "", "",
+             "def build_module():", "    bb = relax.BlockBuilder()", "    gvars = {}"]
+    order = [f for f in program.functions if f.name != program.entry] + [program.main]
+    for f in _call_order(program, order):
+        lines += _function_source(f, program, tensor, tup, prim)
+    lines += ["    return bb.get()", ""]
+    return "\n".join(lines)
+
+
+def _dim_source(d, syms: set) -> str:
+    if isinstance(d, int):
+        return f"tirx.IntImm('int64', {d})"
+
+    def conv(n) -> str:
+        if isinstance(n, ast.Constant):
+            return f"tirx.IntImm('int64', {n.value})"
+        if isinstance(n, ast.Name):
+            syms.add(n.id)
+            return n.id
+        if isinstance(n, ast.UnaryOp):
+            return f"(tirx.IntImm('int64', 0) - {conv(n.operand)})"
+        a, b = conv(n.left), conv(n.right)
+        op = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*"}.get(type(n.op))
+        if op:
+            return f"({a} {op} {b})"
+        fn = "floordiv" if isinstance(n.op, ast.FloorDiv) else "floormod"
+        return f"tirx.{fn}({a}, {b})"
+
+    return conv(D.parse(d))
+
+
+def _ty_source(ty: Ty, syms: set, tensor: str, tup: str) -> str:
+    if isinstance(ty, TupleTy):
+        return f"{tup}([{', '.join(_ty_source(f, syms, tensor, tup) for f in ty.fields)}])"
+    dtype = repr(ty.dtype or ("" if tensor.endswith("StructInfo") else None))
+    if ty.shape is None:
+        return f"{tensor}(None, {dtype}, ndim={ty.ndim})"
+    return f"{tensor}([{', '.join(_dim_source(d, syms) for d in ty.shape)}], {dtype})"
+
+
+def _arg_source(a, syms: set, prim: str) -> str:
+    if isinstance(a, ShapeArg):
+        return f"[{', '.join(_dim_source(d, syms) for d in a.dims)}]"
+    if isinstance(a, ConstArg):
+        return f"relax.const(np.array({a.value!r}, dtype={str(np_dtype(a.dtype))!r}), {a.dtype!r})"
+    if isinstance(a, TupleArg):
+        return f"relax.Tuple([{', '.join(_arg_source(x, syms, prim) for x in a.items)}])"
+    if isinstance(a, PrimArg):
+        if isinstance(a.value, str):
+            return f"{prim}({_dim_source(a.value, syms)})"
+        imm = "FloatImm" if isinstance(a.value, float) else "IntImm"
+        return f"{prim}(tirx.{imm}({a.dtype!r}, {a.value!r}))"
+    if isinstance(a, list):
+        return f"[{', '.join(_arg_source(x, syms, prim) for x in a)}]"
+    if isinstance(a, _VarRef):
+        return a.name
+    if callable(a):   # an index map (layout_transform): written out on symbolic indices
+        import inspect
+
+        names = [f"i{k}" for k in range(len(inspect.signature(a).parameters))]
+        out = a(*[_Sym(n) for n in names])
+        body = ", ".join(str(x) for x in out) if isinstance(out, (tuple, list)) else str(out)
+        return f"lambda {', '.join(names)}: ({body}{',' if isinstance(out, tuple) and len(out) == 1 else ''})"
+    return repr(a)
+
+
+class _Sym:
+    """An index of an index map written out: arithmetic on it gives the expression's text."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+    def _op(self, op: str, other, rev: bool = False) -> "_Sym":
+        a, b = (str(other), self.text) if rev else (self.text, str(other))
+        return _Sym(f"({a} {op} {b})")
+
+    def __add__(self, o): return self._op("+", o)
+    def __radd__(self, o): return self._op("+", o, True)
+    def __sub__(self, o): return self._op("-", o)
+    def __rsub__(self, o): return self._op("-", o, True)
+    def __mul__(self, o): return self._op("*", o)
+    def __rmul__(self, o): return self._op("*", o, True)
+    def __floordiv__(self, o): return self._op("//", o)
+    def __mod__(self, o): return self._op("%", o)
+
+
+class _VarRef:
+    """A value of the function being written out, by its Python name."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+
+def _function_source(f: Function, program: Program, tensor: str, tup: str,
+                     prim: str) -> list[str]:
+    syms: set = set()
+    body: list[str] = []
+    params = [f"relax.Var({p.name!r}, {_ty_source(p.ty, syms, tensor, tup)})" for p in f.params]
+    used_later: set[str] = {f.ret}
+    for i, b in enumerate(f.blocks):
+        for later in f.blocks[i + 1:]:
+            for n in later.nodes:
+                used_later.update(n.args)
+    private = f.name != program.entry
+    body.append(f"    params = [{', '.join(params)}]")
+    body += [f"    {p.name} = params[{i}]" for i, p in enumerate(f.params)]
+    body.append(f"    with bb.function({f.name!r}, params, private={private}):")
+    for block in f.blocks:
+        ind = "        "
+        if block.dataflow:
+            body.append(ind + "with bb.dataflow():")
+            ind += "    "
+        for n in block.nodes:
+            if n.op == "match_cast":
+                body.append(f"{ind}{n.name} = bb.match_cast({n.args[0]}, "
+                            f"{_ty_source(ty_from_json(n.attrs['ty']), syms, tensor, tup)}, "
+                            f"name_hint={n.name!r})")
+                continue
+            expr = _node_source(n, syms, prim)
+            if n.annot is not None:
+                cls = "relax.DataflowVar" if block.dataflow else "relax.Var"
+                body.append(f"{ind}{n.name} = {cls}({n.name!r}, "
+                            f"{_ty_source(n.annot, syms, tensor, tup)})")
+                body.append(f"{ind}bb.emit_normalized(relax.VarBinding({n.name}, "
+                            f"bb.normalize({expr})))")
+            else:
+                body.append(f"{ind}{n.name} = bb.emit({expr}, name_hint={n.name!r})")
+        if block.dataflow:
+            for n in block.nodes:
+                if n.name in used_later:
+                    body.append(f"{ind}{n.name} = bb.emit_output({n.name}, "
+                                f"name_hint={n.name!r})")
+    body.append(f"        bb.emit_func_output({f.ret})")
+    body.append(f"    gvars[{f.name!r}] = bb.get().get_global_var({f.name!r})")
+    head = [f"    # function {f.name}"] + [f"    {s} = tirx.Var({s!r}, 'int64')"
+                                           for s in sorted(syms)]
+    return head + body
+
+
+def _node_source(node, syms: set, prim: str) -> str:
+    args = node.args
+    if node.op == "tuple":
+        return f"relax.Tuple([{', '.join(args)}])"
+    if node.op == "get_item":
+        return f"relax.TupleGetItem({args[0]}, {int(node.attrs['index'])})"
+    if node.op == "call":
+        return f"relax.Call(gvars[{node.attrs['func']!r}], [{', '.join(args)}])"
+    if node.op == "const":
+        t = ty_from_json(node.attrs["ty"])
+        return (f"relax.const(np.full({[int(d) for d in t.shape]}, {node.attrs['value']!r}, "
+                f"dtype={str(np_dtype(t.dtype))!r}), {t.dtype!r})")
+    if node.op in CATALOGUE:
+        spec = CATALOGUE[node.op]
+        pos, kw = spec.call([_VarRef(a) for a in args], dict(node.attrs))
+        text = [_arg_source(a, syms, prim) for a in pos]
+        text += [f"{k}={_arg_source(v, syms, prim)}" for k, v in kw.items()]
+        return f"relax.op.{spec.builder}({', '.join(text)})"
+    raise MaterializeError(f"unknown op {node.op!r} in node {node.name}")

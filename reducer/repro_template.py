@@ -77,9 +77,16 @@ def unpack(blob):
 
 def load_module(near_valid):
     """The module the finding built: parsed from SCRIPT, or, where TVM's printer does not give
-    that module back exactly, loaded from TVM's own JSON of it (SCRIPT is then its printout)."""
+    that module back exactly, loaded from TVM's own JSON of it (SCRIPT is then its printout),
+    or, where constructing it is what fails, constructed by SCRIPT's Python."""
     import tvm
 
+    if CASE.get("builder"):
+        # TVM fails while this module is constructed, so it has no printout: SCRIPT is its
+        # construction with relax.BlockBuilder, call by call (tvmfuzz wrote it).
+        scope = {}
+        exec(compile(SCRIPT, "reduced_module.py", "exec"), scope)
+        return scope["build_module"]()
     if CASE.get("module"):
         return tvm.ir.load_json(zlib.decompress(base64.b64decode(CASE["module"])).decode())
     # A near-valid module is ill-formed on purpose: the parser must not refuse it.
@@ -176,6 +183,9 @@ def attempt():
     try:
         mod = load_module(near_valid)
     except Exception as e:
+        if CASE.get("builder"):
+            traceback.print_exc()
+            return ("materialize", type(e).__name__, str(e), "")
         if CASE.get("kind") == "roundtrip":
             # SCRIPT is what TVM's printer wrote for the module: not parsing back is the bug.
             traceback.print_exc()

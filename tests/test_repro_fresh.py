@@ -70,6 +70,17 @@ def shape_inference():
                    {"mode": "valid", "seed": 3})
 
 
+def constructing():
+    """eye_like of a parameter whose shape was erased (ndim 2 only): TVM dies constructing the
+    module ("Back optional access" in its type inference), so there is no module to print;
+    repro.py constructs it with relax.BlockBuilder."""
+    erased = TensorTy(None, F32, ndim=2)
+    p = Param("p1", erased, actual=TensorTy([1, 1], F32))
+    node = Node("v2", "relax.eye_like", ["p1"], {"dtype": F32, "k": 0}, TensorTy([1, 1], F32))
+    return Program([Function("main", [p], [Block(False, [node])], "v2")], "main",
+                   {"mode": "near-valid", "seed": 3, "variants": [BASE]})
+
+
 def numeric():
     """argmax of uint8 zeros returns -1 (numpy: 0)."""
     return _one("relax.argmax", "uint8", [BASE], {"axis": 0, "keepdims": False},
@@ -117,6 +128,7 @@ CASES = {
     "roundtrip": (roundtrip(), "printed module does not parse"),
     "shape_inference": (shape_inference(), "relax.arange infers the wrong extent"),
     "numeric": (numeric(), "relax.argmax"),
+    "constructing": (constructing(), "Back optional access"),
     "signal_fpe": (floor_divide_by_zero(), "SIGFPE"),
     "signal_segv": (take_out_of_bounds(), "SIGSEGV"),
     "user_build": (USER_BUILD, "tirx.asin"),
@@ -189,6 +201,8 @@ def test_reported_repro_reproduces_in_a_fresh_process(tmp_path, capsys, name):
     if name == "scheduled_crash":
         assert "s_tir schedule primitive decompose_padding" in report.splitlines()[0]
         assert "### The schedule tvmfuzz applied" in report and "sch.decompose_padding(" in report
+    if name == "constructing":
+        assert "relax.BlockBuilder" in report and "relax.op.eye_like(p1" in report
     if name == "user_codegen":
         assert "in code generation" in report.splitlines()[0]
         assert "after the last pass finished" in report
