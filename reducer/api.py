@@ -209,13 +209,31 @@ def _pin_schedule(program, first: dict, oracle: Oracle):
     is another schedule, so without this every removal that changes the PrimFuncs loses the
     bug and dead bindings stay; pinned, the steps are reduced too (drop_schedule_steps).
     Kept only where the pinned case still gives the finding."""
-    vs = program.meta.get("variants") or [] if program.ir == "relax" else []
+    if program.ir == "tir":
+        return _pin_tir_schedule(program, oracle)
+    vs = program.meta.get("variants") or []
     steps = (first.get("extra") or {}).get("schedule") or []
     scheduled = [i for i, v in enumerate(vs) if v.get("pipeline") == "scheduled"]
     if not steps or len(scheduled) != 1 or vs[scheduled[0]].get("schedule_steps") is not None:
         return program
     pinned = program.copy()
     pinned.meta["variants"][scheduled[0]]["schedule_steps"] = [dict(s) for s in steps]
+    return pinned if oracle.test([pinned])[0] else program
+
+
+def _pin_tir_schedule(program, oracle: Oracle):
+    """A TIR case whose schedule is still a seed (a death after the schedule, a hang or a
+    signal in the run, records no steps for the campaign to freeze): the steps that seed draws
+    on this function, drawn in the sandbox, replace it, for the same reason as a Relax pin;
+    repro.py then replays them. Kept only where the pinned case still gives the finding."""
+    sched = program.meta.get("schedule") or {}
+    if not sched or "applied" in sched:
+        return program
+    r = oracle.pool.run({"kind": "tir_draw", "program": program.to_json()})
+    if r.get("status") != "ok" or r["result"].get("applied") is None:
+        return program
+    pinned = program.copy()
+    pinned.meta["schedule"] = {"applied": r["result"]["applied"], "seed": sched.get("seed")}
     return pinned if oracle.test([pinned])[0] else program
 
 

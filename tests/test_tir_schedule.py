@@ -447,3 +447,27 @@ def test_relax_scheduled_build_names_tvms_refusals_as_noise():
     o = compile_and_run(prog, prog.meta["variants"])
     assert "Cannot unroll non-constant loop" in o.message
     assert (o.verdict, o.kind) == ("rejected", "schedule_noise")
+
+
+def test_the_reducers_draw_is_the_judges_schedule():
+    """The reducer pins a TIR case's seed to the steps the sandbox job ``tir_draw`` draws
+    (where a hang or a death after the schedule recorded none): they must be the steps the
+    judge applied from that seed."""
+    from fuzz.tir.generate import generate_tir
+    from worker.jobs import run_job
+    from worker.tir_execute import run_tir_case
+
+    compared = 0
+    for seed in range(12):
+        prog = generate_tir(seed)
+        prog.meta["schedule"] = {"seed": seed, "steps": 6}   # as a campaign draws it
+        r = forked(lambda p=prog: (run_tir_case(p, roundtrip=False).extra.get("schedule"),
+                                   run_job({"kind": "tir_draw", "program": p.to_json()})))
+        if "ok" not in r:
+            continue   # TVM died judging it: nothing to compare
+        judged, drawn = r["ok"]
+        if judged is None:
+            continue   # refused before the schedule (parse, verify)
+        assert drawn["applied"] == judged, seed
+        compared += 1
+    assert compared >= 5

@@ -141,6 +141,22 @@ def _tir_trace(job: dict) -> dict:
         return {"trace": "", "error": f"{type(e).__name__}: {str(e).strip()[:300]}"}
 
 
+def _tir_draw(job: dict) -> dict:
+    """The steps a TIR case's schedule seed draws on its function (nothing is built): for
+    the reducer to pin them where the finding recorded none."""
+    import random
+
+    from fuzz.model import Program
+    from fuzz.tir import build as TB
+    from worker import tir_schedule as TS
+
+    prog = Program.from_json(job["program"])
+    sched = prog.meta.get("schedule") or {}
+    _, applied = TS.random_schedule(TB.materialize_tir(prog), random.Random(
+        int(sched.get("seed", 0))), steps=int(sched.get("steps", 6)))
+    return {"applied": applied}
+
+
 def _standard_schedule(job: dict) -> dict:
     """Schedule steps on one of tir_schedule's standard modules (its KNOWN_BUGS are written
     against them), for tests that need TVM itself to die inside a schedule primitive."""
@@ -188,7 +204,7 @@ def _echo(job):
 
 
 KINDS = {"case": _judge, "script": _judge, "print": _print, "builder": _builder, "tir_trace": _tir_trace,
-         "standard_schedule": _standard_schedule,
+         "standard_schedule": _standard_schedule, "tir_draw": _tir_draw,
          "schedule_trace": _schedule_trace,
          "segv": _segv, "fpe": _fpe, "sleep": _sleep, "spin": _spin, "alloc": _alloc,
          "exit": _exit, "echo": _echo}
