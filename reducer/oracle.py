@@ -98,7 +98,7 @@ class Oracle:
                             "signature": "", "message": "refused by the script guard"}
                            for _ in cands]
         for i, r in zip(live, res):
-            out[i] = outcome_from_result(r)
+            out[i] = outcome_from_result(r).to_json()   # the reducer still reads JSON
         return out
 
     def outcome(self, cand) -> dict:
