@@ -45,7 +45,7 @@ def main():
                 outs = runners[name].run_many(progs[k:k + a.batch])
                 spent[name] += time.perf_counter() - t
                 if rnd == 0:
-                    verdicts[name] += [o.get("verdict") for o in outs]
+                    verdicts[name] += [o.verdict for o in outs]
     n = len(progs) * a.rounds
     for name in runners:
         print(f"{name:7s} {n / spent[name]:6.2f} cases/s  ({n} cases, {spent[name]:.1f} s); "

@@ -92,7 +92,7 @@ def main(argv=None) -> int:
                "script_bindings_after": st["script_bindings_after"],
                "oracle_calls": st["oracle_calls"], "seconds": round(time.monotonic() - t0, 1),
                "slippage": st["slippage"], "repro_exit": rc,
-               "reproduced": red.outcome.get("reproduction", {}).get("reproduced")}
+               "reproduced": (red.outcome.reproduction or {}).get("reproduced")}
         rows.append(row)
         print(f"{row['kind']}/{path.name}: {row['bindings_before']} -> {row['bindings_after']} "
               f"bindings, {row['oracle_calls']} calls, {row['seconds']} s, signature kept "

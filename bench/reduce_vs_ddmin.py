@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.reduce_campaign import cases  # noqa: E402
 from fuzz.model import Program  # noqa: E402
+from fuzz.outcome import Outcome  # noqa: E402
 from reducer.api import ReduceError, reduce_case, reduce_script  # noqa: E402
 from reducer.linedd import line_ddmin  # noqa: E402
 from reducer.oracle import Oracle, ScriptSubject  # noqa: E402
@@ -53,15 +54,15 @@ def ddmin_case(pool: SandboxPool, text: str, variants: list, seed: int, near_val
     subject = ScriptSubject(variants, seed, near_valid, inputs)
     oracle = Oracle(subject, pool)
     first = oracle.run([text])[0]
-    if first.get("verdict") != "fail":
-        return {"error": f"the script alone does not fail ({first.get('verdict')})"}
-    oracle.target_sig = first["signature"]
+    if first.verdict != "fail":
+        return {"error": f"the script alone does not fail ({first.verdict})"}
+    oracle.target_sig = first.signature
     t0 = time.monotonic()
     reduced, _ = line_ddmin(text, oracle.test, max_calls=max_calls)
     return {"calls": oracle.stats["calls"], "not_python": oracle.stats["guard_refused"],
             "bindings": script_bindings(reduced),
             "lines": len(reduced.splitlines()), "seconds": round(time.monotonic() - t0, 1),
-            "capped": oracle.stats["calls"] >= max_calls, "signature": first["signature"]}
+            "capped": oracle.stats["calls"] >= max_calls, "signature": first.signature}
 
 
 def main(argv=None) -> int:
@@ -81,7 +82,7 @@ def main(argv=None) -> int:
             prog = Program.loads(path.read_text())
             text = script_path.read_text()
             o = json.loads(path.with_name(path.stem + ".outcome.json").read_text())
-            variants = failing_variants(prog, o)
+            variants = failing_variants(prog, Outcome.from_json(o))
             seed = prog.meta.get("seed") or 0
             near_valid = prog.meta.get("mode") == "near-valid"
             row = {"case": f"{path.parent.name}/{path.name}",

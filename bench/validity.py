@@ -47,13 +47,13 @@ def main():
             p.meta["variants"] = None
             ops_seen.update(set(p.ops()))
         for p, o in zip(progs, runner.run_many(progs)):
-            k = "pass" if o["verdict"] == "pass" else o.get("kind") or o["verdict"]
+            k = "pass" if o.verdict == "pass" else o.kind or o.verdict
             kinds[k] += 1
             if k != "pass":
                 bug = explain(p, o)
                 known[k] += bool(bug)
-                sigs[(o["verdict"], "known TVM bug" if bug else "UNEXPLAINED",
-                      o.get("signature", ""))].append(p.meta["seed"])
+                sigs[(o.verdict, "known TVM bug" if bug else "UNEXPLAINED",
+                      o.signature)].append(p.meta["seed"])
     runner.close()
     n = a.count
     built = sum(kinds[k] for k in BUILT)

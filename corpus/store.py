@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from fuzz.model import STRUCTURAL_OPS, Program
+from fuzz.outcome import Outcome
 from fuzz.signature import BUG_KEY_VERSION, bug_id, bug_key
 from fuzz.signature import signature as _signature
 from fuzz.signature import signature_id
@@ -432,15 +433,19 @@ class Corpus:
         return matches[0] if len(matches) == 1 else h
 
     # --- findings --------------------------------------------------------------------
-    def add_finding(self, prog: Program, outcome: dict, script: Optional[str] = None, *,
-                    tvm_version: Optional[str] = None, tvmfuzz_version: Optional[str] = None,
+    def add_finding(self, prog: Program, outcome: Outcome | dict, script: Optional[str] = None,
+                    *, tvm_version: Optional[str] = None, tvmfuzz_version: Optional[str] = None,
                     now: Optional[float] = None) -> tuple[str, bool]:
-        """Store one failing case with its outcome (``Outcome.to_json()`` form, plus the
-        campaign's ``reproduction``); return ``(bucket_id, new_bucket)``.
+        """Store one failing case with its outcome (an ``Outcome`` with the campaign's
+        ``reproduction``, or an outcome file written before, which is stored as it is, its
+        signature included); return ``(bucket_id, new_bucket)``.
 
         ``script`` is the case's TVMScript (a ``ScriptFailure`` is recorded as the reason
         there is none). Versions default to ``versions()`` (package metadata of this
         interpreter). The whole add is one transaction."""
+        # The corpus row is JSON: the outcome becomes its stored form here, and the columns
+        # below are read from that form (the same whether it came typed or from a file).
+        outcome = outcome.to_json() if isinstance(outcome, Outcome) else dict(outcome)
         sig = outcome.get("signature") or _signature(outcome)
         if not sig:
             raise ValueError("a passing outcome is not a finding (empty signature)")

@@ -19,10 +19,14 @@ bug.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import posixpath
 import re
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from .outcome import Outcome
 
 _DTYPE = (r"(?:bfloat16|float(?:8|16|32|64)|u?int(?:1|4|8|16|32|64)|bool|e[45]m[23]\w*)"
           r"(?:x\d+)?")
@@ -228,6 +232,16 @@ def _reduce_op_reprs(line: str) -> str:
     return line
 
 
+def outcome_fields(outcome: Outcome | dict) -> dict:
+    """An outcome's fields by name, as the rules read them: an ``Outcome`` (fuzz/outcome.py,
+    what travels in-process) or its stored JSON (``Outcome.to_json()`` form: a corpus row, an
+    outcome.json), which is read as it is. The one adapter at the rules' entry points
+    (``signature``, ``bug_key``, ``fuzz.triage``, ``known_bugs.explain``)."""
+    if isinstance(outcome, dict):
+        return outcome
+    return {f.name: getattr(outcome, f.name) for f in dataclasses.fields(outcome)}
+
+
 def _offending_op(outcome: dict) -> str:
     m = _OFFENDING.search(outcome.get("detail", "") or "")
     return f"Op(relax.{m.group(1)})" if m else ""
@@ -246,8 +260,9 @@ def _suffix(outcome: dict, site: str, prim: Optional[str] = None) -> str:
         + (f" [primitive {prim}]" if prim else "")
 
 
-def signature(outcome: dict) -> str:
-    """The readable signature of a failing outcome (``Outcome.to_json()`` form)."""
+def signature(outcome: Outcome | dict) -> str:
+    """The readable signature of a failing outcome (an ``Outcome`` or its stored JSON)."""
+    outcome = outcome_fields(outcome)
     if outcome.get("verdict") == "pass":
         return ""
     kind = outcome.get("kind", "")
@@ -337,11 +352,12 @@ def _numeric_root(key: str) -> str:
     return key
 
 
-def bug_key(outcome: dict) -> str:
-    """The root-cause key of a failing outcome: what a signature says minus what varies
-    between findings of one bug (the throw site's line, the values and names after a C++
-    check's condition, the op CodeGenVM refuses). Every outcome with one signature has one
-    bug key, so a bucket belongs to exactly one bug."""
+def bug_key(outcome: Outcome | dict) -> str:
+    """The root-cause key of a failing outcome (an ``Outcome`` or its stored JSON): what a
+    signature says minus what varies between findings of one bug (the throw site's line, the
+    values and names after a C++ check's condition, the op CodeGenVM refuses). Every outcome
+    with one signature has one bug key, so a bucket belongs to exactly one bug."""
+    outcome = outcome_fields(outcome)
     if outcome.get("verdict") == "pass":
         return ""
     kind = outcome.get("kind", "")
@@ -405,7 +421,7 @@ def bug_key(outcome: dict) -> str:
 
 
 def bug_id(outcome_or_key) -> str:
-    """The id of the bug an outcome (``Outcome.to_json()`` form) or bug key belongs to: 12 hex
+    """The id of the bug an outcome (an ``Outcome`` or its JSON) or bug key belongs to: 12 hex
     characters, from a hash distinct from bucket ids'."""
     key = outcome_or_key if isinstance(outcome_or_key, str) else bug_key(outcome_or_key)
     return hashlib.sha1(f"bug:{key}".encode()).hexdigest()[:12] if key else ""

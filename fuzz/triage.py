@@ -18,9 +18,12 @@ status never hides a finding that nothing explains. This module imports nothing 
 """
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from typing import TYPE_CHECKING, Iterable, Optional
 
-from .signature import CODEGEN_REFUSAL, bug_key
+from .signature import CODEGEN_REFUSAL, bug_key, outcome_fields
+
+if TYPE_CHECKING:
+    from .outcome import Outcome
 
 NEW, KNOWN, EXPECTED = "new", "known", "expected"
 STATUSES = (NEW, KNOWN, EXPECTED)
@@ -123,7 +126,7 @@ def _crash_matches(bug: dict, kind: str, message: str) -> bool:
         expect[len("crash: "):] in message
 
 
-def schedule_known_bug(outcome: dict) -> Optional[dict]:
+def schedule_known_bug(outcome: Outcome | dict) -> Optional[dict]:
     """The ``worker.tir_schedule.KNOWN_BUGS`` entry a finding of a scheduled case matches.
 
     A crash is the entry's when the primitive that raised is the entry's last one and the
@@ -135,6 +138,7 @@ def schedule_known_bug(outcome: dict) -> Optional[dict]:
     entry's last primitive and the entry's earlier primitives were applied before it, in
     order, to the same PrimFunc (a Relax module holds several: a step on another function
     says nothing about this one)."""
+    outcome = outcome_fields(outcome)
     from .tir.schedule_bugs import KNOWN_BUGS
 
     extra = outcome.get("extra") or {}
@@ -192,10 +196,11 @@ def _op_reason(prog, outcome: dict) -> Optional[str]:
     return f"fuzz/catalogue/known_bugs.py ({', '.join(bug.ops)}): {bug.note}" if bug else None
 
 
-def known_reason(prog, outcome: dict) -> Optional[str]:
+def known_reason(prog, outcome: Outcome | dict) -> Optional[str]:
     """Why a finding is a known TVM bug, or None. A wrong result a schedule step made (a
     guilty step was found: the unscheduled build is right) is no op's known defect, whatever
     ops the program holds: only a schedule entry may explain it."""
+    outcome = outcome_fields(outcome)
     scheduled = outcome.get("kind") == "numeric" and isinstance(
         (outcome.get("extra") or {}).get("guilty_step"), dict)
     why = None if scheduled else _op_reason(prog, outcome)
@@ -206,8 +211,9 @@ def known_reason(prog, outcome: dict) -> Optional[str]:
 
 
 # --- expected refusals of near-valid mutants -----------------------------------------------
-def expected_reason(prog, outcome: dict) -> Optional[str]:
+def expected_reason(prog, outcome: Outcome | dict) -> Optional[str]:
     """Why a near-valid mutant's failure is TVM's intended answer, or None."""
+    outcome = outcome_fields(outcome)
     kind, stage = outcome.get("kind"), outcome.get("stage")
     if not is_near_valid(prog) or not (kind == "verifier_build" or
                                        (kind == "crash" and stage == "materialize")):
@@ -250,10 +256,11 @@ UNKNOWN_SHAPE_REFUSALS = (
 )
 
 
-def auto_status(prog, outcome: dict) -> tuple[str, str]:
+def auto_status(prog, outcome: Outcome | dict) -> tuple[str, str]:
     """(status, reason) of one finding from the case and its outcome alone. An expected
     refusal is checked first: some known-bug entries match any error of a program using their
     op, and a mutant's intended refusal is not that bug."""
+    outcome = outcome_fields(outcome)
     why = expected_reason(prog, outcome)
     if why:
         return EXPECTED, why
@@ -278,7 +285,7 @@ def malformation(prog) -> str:
     return re.sub(r"\s+", " ", why).strip()
 
 
-def root_key(prog, outcome: dict) -> str:
+def root_key(prog, outcome: Outcome | dict) -> str:
     """The key of the bug a finding belongs to. A finding a known-bug entry explains belongs to
     that entry's bug, whatever symptom or output op it shows (one known root cause met as a
     crash of one op and a shape mismatch or wrong result of another is one bug, not one per
@@ -286,6 +293,7 @@ def root_key(prog, outcome: dict) -> str:
     or damages memory at run time is one bug per kind of malformation: the missing validation
     at construction (bug class 4), whichever pass or run meets it. Every other finding belongs
     to ``bug_key(outcome)``."""
+    outcome = outcome_fields(outcome)
     status, why = auto_status(prog, outcome)
     if status == KNOWN:
         return f"known | {why}"

@@ -13,11 +13,12 @@ import collections
 import json
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 from fuzz.model import Program
+from fuzz.outcome import Outcome
 from worker.script_guard import comment_imports, user_script_problem
 from worker.user_input import InputError, case_problem, read_input
 
@@ -43,7 +44,7 @@ class Reduction:
     original: Any
     reduced: Any
     signature: str
-    outcome: dict
+    outcome: Outcome                # the reduced input's, with its reproduction
     script: str                     # reduced TVMScript ("" when it could not be printed)
     stats: dict = field(default_factory=dict)
     slippage: dict = field(default_factory=dict)   # signature -> directory it was saved in
@@ -90,34 +91,34 @@ def check_user_script(text: str, where: str = "input") -> None:
 
 
 # --- the checks before reducing -------------------------------------------------------------
-def _stable_signature(oracle: Oracle, subject_label: str, cand, want: Optional[str]) -> dict:
+def _stable_signature(oracle: Oracle, subject_label: str, cand, want: Optional[str]) -> Outcome:
     outs = oracle.run([cand] * REPLAYS)
     oracle.stats["replays"] += REPLAYS
     first = outs[0]
-    verdicts = collections.Counter(o.get("verdict") for o in outs)
-    if first.get("kind") == "not_tvmscript":
+    verdicts = collections.Counter(o.verdict for o in outs)
+    if first.kind == "not_tvmscript":
         raise ReduceError(f"the {subject_label} is not TVMScript that TVM can parse: "
-                          f"{first.get('error_type')}: {first.get('message')}")
+                          f"{first.error_type}: {first.message}")
     if verdicts["pass"] == REPLAYS:
         raise ReduceError(f"the {subject_label} does not fail: it builds, runs and agrees in "
                           f"{REPLAYS} of {REPLAYS} runs; there is nothing to reduce")
-    sigs = collections.Counter(o.get("signature", "") for o in outs)
+    sigs = collections.Counter(o.signature for o in outs)
     if len(sigs) > 1:
         listed = "; ".join(f"{n}x {s or 'pass'}" for s, n in sigs.most_common())
         raise ReduceError(f"the {subject_label} fails only sometimes ({listed}); an unstable "
                           "failure cannot be reduced reliably")
-    if first.get("kind") == "no_inputs":
+    if first.kind == "no_inputs":
         raise ReduceError(f"the {subject_label} builds, but no inputs can be made to run it: "
-                          f"{first.get('message')}")
-    if first.get("verdict") == "invalid":
+                          f"{first.message}")
+    if first.verdict == "invalid":
         raise ReduceError(f"TVM refuses to construct the {subject_label} (a generator defect, "
-                          f"not a TVM bug): {first.get('error_type')}: {first.get('message')}")
-    if first.get("verdict") == "rejected":
+                          f"not a TVM bug): {first.error_type}: {first.message}")
+    if first.verdict == "rejected":
         raise ReduceError(f"the {subject_label} is a near-valid mutant that verifier and build "
                           "both refuse: the expected outcome, not a bug")
-    if want and first.get("signature") != want:
+    if want and first.signature != want:
         raise ReduceError(f"the {subject_label} fails with another signature: "
-                          f"{first.get('signature')}")
+                          f"{first.signature}")
     return first
 
 
@@ -132,10 +133,11 @@ def _stable_cmd(oracle: Oracle, subject_label: str, cand) -> None:
                           f"{REPLAYS}); an unstable test cannot drive a reduction")
 
 
-def _candidate_timeout(first: dict, timeout: float) -> float:
-    if first.get("kind") in ("hang", "lost"):
+def _candidate_timeout(first: Optional[Outcome], timeout: float) -> float:
+    if first is not None and first.kind in ("hang", "lost"):
         return timeout
-    return min(timeout, max(15.0, 5 * float(first.get("seconds") or 0) + 5))
+    seconds = first.seconds if first is not None else 0
+    return min(timeout, max(15.0, 5 * float(seconds or 0) + 5))
 
 
 # --- reductions -------------------------------------------------------------------------------
@@ -171,7 +173,7 @@ def reduce_case(program: Program, *, signature: Optional[str] = None,
         oracle = Oracle(subject, pool, signature or "", interesting,
                         Path(out_dir) / "slippage" if out_dir else None)
         first = _check_start(oracle, "case", program, signature, interesting)
-        oracle.target_sig = first.get("signature", signature or "")
+        oracle.target_sig = first.signature if first is not None else signature or ""
         oracle.timeout = _candidate_timeout(first, timeout)
         start = _pin_schedule(program, first, oracle)
         ops = _case_ops(program)
@@ -190,7 +192,7 @@ def reduce_case(program: Program, *, signature: Optional[str] = None,
         stats["python"] = python   # the TVM it ran on (report.md names its version)
         if trace is not None:
             stats["schedule_trace"] = trace
-        red = Reduction("case", program, best, oracle.target_sig or outcome.get("signature", ""),
+        red = Reduction("case", program, best, oracle.target_sig or outcome.signature,
                         outcome, script, stats, dict(oracle.slipped),
                         writer.path if writer else None, writer, repro)
         if writer is not None:
@@ -203,16 +205,17 @@ def reduce_case(program: Program, *, signature: Optional[str] = None,
             pool.close()
 
 
-def _pin_schedule(program, first: dict, oracle: Oracle):
+def _pin_schedule(program, first: Optional[Outcome], oracle: Oracle):
     """A Relax finding of one "scheduled" variant: that variant replays the steps the finding
     applied (``schedule_steps``) instead of drawing from its seed. A draw on a smaller module
     is another schedule, so without this every removal that changes the PrimFuncs loses the
     bug and dead bindings stay; pinned, the steps are reduced too (drop_schedule_steps).
-    Kept only where the pinned case still gives the finding."""
+    Kept only where the pinned case still gives the finding (under --interesting nothing
+    was judged: no steps to pin)."""
     if program.ir == "tir":
         return _pin_tir_schedule(program, oracle)
     vs = program.meta.get("variants") or []
-    steps = (first.get("extra") or {}).get("schedule") or []
+    steps = (first.extra.get("schedule") or []) if first is not None else []
     scheduled = [i for i, v in enumerate(vs) if v.get("pipeline") == "scheduled"]
     if not steps or len(scheduled) != 1 or vs[scheduled[0]].get("schedule_steps") is not None:
         return program
@@ -282,7 +285,7 @@ def reduce_script(text: str, *, signature: Optional[str] = None,
         oracle = Oracle(subject, pool, signature or "", interesting,
                         Path(out_dir) / "slippage" if out_dir else None)
         first = _check_start(oracle, "TVMScript file", text, signature, interesting)
-        oracle.target_sig = first.get("signature", signature or "")
+        oracle.target_sig = first.signature if first is not None else signature or ""
         oracle.timeout = _candidate_timeout(first, timeout)
         from .hints import op_hints
 
@@ -302,7 +305,7 @@ def reduce_script(text: str, *, signature: Optional[str] = None,
         stats = _stats(oracle, driver, t0, cancelled, script_bindings(text),
                        script_bindings(best), script_bindings(best))
         stats.update(start=how, **{k: v for k, v in session.stats.items()})
-        red = Reduction("script", text, best, oracle.target_sig or outcome.get("signature", ""),
+        red = Reduction("script", text, best, oracle.target_sig or outcome.signature,
                         outcome, best, stats, dict(oracle.slipped),
                         writer.path if writer else None, writer,
                         _repro_extras(pool, best, outcome, "", variants, near_valid))
@@ -318,10 +321,12 @@ def reduce_script(text: str, *, signature: Optional[str] = None,
             pool.close()
 
 
-def _check_start(oracle: Oracle, label: str, cand, signature, interesting) -> dict:
+def _check_start(oracle: Oracle, label: str, cand, signature, interesting) -> Optional[Outcome]:
+    """The input's outcome, the same in every replay; None under ``interesting`` (the command
+    decides what is kept: nothing is judged, the target signature is ``signature``)."""
     if interesting:
         _stable_cmd(oracle, label, cand)
-        return {"signature": signature or ""}
+        return None
     return _stable_signature(oracle, label, cand, signature)
 
 
@@ -370,47 +375,48 @@ def _line_reduce(text: str, oracle: Oracle, driver: Driver, log) -> str:
     return reduced
 
 
-def _final_outcome(oracle: Oracle, best, first: dict, interesting) -> dict:
+def _final_outcome(oracle: Oracle, best, first: Optional[Outcome], interesting) -> Outcome:
     """The reduced input's outcome and how often it reproduces the target signature in
     fresh runs (the cached verdict is not trusted alone: a candidate may be flaky)."""
     outcome = oracle.outcome(best)
     again = oracle.run([best] * (REPLAYS - 1))
     oracle.stats["final_replays"] += REPLAYS - 1
-    want = oracle.target_sig if not interesting else outcome.get("signature", "")
-    same = sum(o.get("signature") == want and o.get("verdict") == "fail"
-               for o in [outcome] + again)
-    return dict(outcome, reproduction={"reproduced": same, "replays": REPLAYS})
+    want = oracle.target_sig if not interesting else outcome.signature
+    same = sum(o.signature == want and o.verdict == "fail" for o in [outcome] + again)
+    # A copy: the oracle's cached outcome stays as it was judged.
+    return replace(outcome, reproduction={"reproduced": same, "replays": REPLAYS})
 
 
-def _dies_in_schedule(outcome: dict) -> bool:
+def _dies_in_schedule(outcome: Optional[Outcome]) -> bool:
     """A death by signal inside a schedule step: tracing the schedule writes that step's call
     down and never makes it (it would kill the tracing child too)."""
-    return outcome.get("kind") == "signal" and outcome.get("stage") == "schedule"
+    return outcome is not None and outcome.kind == "signal" and outcome.stage == "schedule"
 
 
-def _tir_trace(pool: SandboxPool, prog, outcome: Optional[dict] = None) -> Optional[str]:
+def _tir_trace(pool: SandboxPool, prog, outcome: Optional[Outcome] = None) -> Optional[str]:
     """A TIR case's schedule as TVM's trace (for repro.py); None for other cases."""
     if prog.ir != "tir" or not (prog.meta.get("schedule") or {}).get("applied"):
         return None
     r = pool.run({"kind": "tir_trace", "program": prog.to_json(),
-                  "signal": _dies_in_schedule(outcome or {})})
+                  "signal": _dies_in_schedule(outcome)})
     return r["result"]["trace"] if r.get("status") == "ok" else ""
 
 
-def _print_case(pool: SandboxPool, prog: Program, outcome: Optional[dict] = None
+def _print_case(pool: SandboxPool, prog: Program, outcome: Optional[Outcome] = None
                 ) -> tuple[str, str]:
     """(TVMScript of the case, TVM's JSON of its module where a Relax case's printout does
     not parse back to it, or always for a round-trip finding; else "")."""
     job = {"kind": "print", "program": prog.to_json()}
     if prog.ir != "tir":
-        job["module_json"] = "always" if (outcome or {}).get("kind") == "roundtrip" else "auto"
+        job["module_json"] = "always" if outcome is not None and outcome.kind == "roundtrip" \
+            else "auto"
     r = pool.run(job)
     if r.get("status") != "ok":
         return "", ""
     return r["result"]["script"], r["result"].get("module_json", "")
 
 
-def _repro_extras(pool: SandboxPool, subject, outcome: dict, module_json: str,
+def _repro_extras(pool: SandboxPool, subject, outcome: Outcome, module_json: str,
                   variants: Optional[list] = None, near_valid: bool = False) -> dict:
     """What a Relax repro.py needs beyond the script: the module's JSON (see _print_case),
     the module's construction as Python where constructing it is what fails ("builder"), and,
@@ -423,8 +429,8 @@ def _repro_extras(pool: SandboxPool, subject, outcome: dict, module_json: str,
                                     and program.meta.get("mode") == "near-valid")
     if program is not None and program.ir == "tir":
         return out
-    if program is not None and outcome.get("stage") == "materialize" and \
-            outcome.get("kind") in ("crash", "signal", "hang", "oom"):
+    if program is not None and outcome.stage == "materialize" and \
+            outcome.kind in ("crash", "signal", "hang", "oom"):
         # TVM fails while the module is constructed: there is no module to print, so repro.py
         # constructs it call by call.
         r = pool.run({"kind": "builder", "program": program.to_json()})
@@ -433,7 +439,7 @@ def _repro_extras(pool: SandboxPool, subject, outcome: dict, module_json: str,
     vs = variants or failing_variants(program, outcome)
     if any(v.get("pipeline") == "scheduled" for v in vs):
         job = {"kind": "schedule_trace", "variants": vs, "near_valid": near_valid,
-               "steps": (outcome.get("extra") or {}).get("schedule") or [],
+               "steps": outcome.extra.get("schedule") or [],
                "signal": _dies_in_schedule(outcome)}
         job.update({"program": program.to_json()} if program is not None else {"text": subject})
         r = pool.run(job)
@@ -474,14 +480,14 @@ def report_input(kind: str, subject_value, *, out_dir: Path, timeout: float = 60
         oracle = Oracle(subject, pool)
         label = "case" if kind == "case" else "TVMScript file"
         first = _stable_signature(oracle, label, subject_value, None)
-        first = dict(first, reproduction={"reproduced": REPLAYS, "replays": REPLAYS})
+        first = replace(first, reproduction={"reproduced": REPLAYS, "replays": REPLAYS})
         script, module_json = (_print_case(pool, subject_value, first) if kind == "case"
                                else (subject_value, ""))
         trace = _tir_trace(pool, subject_value, first) if kind == "case" else None
         repro = _repro_extras(pool, subject_value, first, module_json, variants)
     size = (_case_ops(subject_value).size(subject_value) if kind == "case"
             else script_bindings(subject_value))
-    red = Reduction(kind, subject_value, subject_value, first.get("signature", ""), first,
+    red = Reduction(kind, subject_value, subject_value, first.signature, first,
                     script, {"replays": REPLAYS, "seconds": round(time.monotonic() - t0, 2),
                              "bindings_before": size, "variants": variants,
                              "input_seed": input_seed, "python": python}, {}, writer.path, writer,

@@ -48,7 +48,7 @@ def run_reduce(input_spec: str, signature: Optional[str], interesting: Optional[
          f"{st['oracle_calls']} oracle calls ({st['cache_hits']} cached, "
          f"{st['skipped_before_sandbox']} ill-formed candidates skipped) in {st['seconds']} s"
          + (" (stopped early)" if st.get("stopped_early") else ""))
-    rep = red.outcome.get("reproduction", {})
+    rep = red.outcome.reproduction or {}
     if rep:
         echo(f"the reduced {red.kind} reproduces {rep['reproduced']}/{rep['replays']} runs"
              + ("" if rep["reproduced"] == rep["replays"] else

@@ -5,14 +5,20 @@ when the hint is right, and none when the message names no op."""
 from __future__ import annotations
 
 import re
+from typing import Optional
+
+from fuzz.outcome import Outcome
 
 _OP = re.compile(r'(?:Op\(|name=")(?:relax|tirx|tir|topi)\.([\w.]+)')
 _RELAX = re.compile(r"\b(?:relax|R)\.((?:nn\.|image\.)?[a-z_][\w]*)\b")
 
 
-def op_hints(outcome: dict) -> list[str]:
-    """Short op names ("acosh", "nn.conv2d") the failure's message mentions."""
-    text = " ".join(str(outcome.get(k) or "") for k in ("message", "signature", "detail"))
+def op_hints(outcome: Optional[Outcome]) -> list[str]:
+    """Short op names ("acosh", "nn.conv2d") the failure's message mentions (none without an
+    outcome: an --interesting reduction judges none)."""
+    if outcome is None:
+        return []
+    text = " ".join((outcome.message, outcome.signature, outcome.detail))
     names = [m.group(1) for m in _OP.finditer(text)] + [m.group(1) for m in _RELAX.finditer(text)]
     out: list[str] = []
     for n in names:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Optional
 
 from fuzz.model import Program
+from fuzz.outcome import Outcome
 from worker import cases
 from worker.sandbox_runner import outcome_from_result
 from worker.script_guard import UnsafeScript
@@ -84,24 +85,23 @@ class Oracle:
         self.cmd = shlex.split(interesting_cmd) if interesting_cmd else None
         self.slippage_dir, self.timeout, self.cmd_timeout = slippage_dir, timeout, cmd_timeout
         self.cache: dict[str, tuple[bool, str]] = {}
-        self.outcomes: dict[str, dict] = {}
+        self.outcomes: dict[str, Outcome] = {}
         self.stats = collections.Counter()
         self.slipped: dict[str, str] = {}   # signature -> directory it was saved in
 
     # Outcomes in the sandbox (no cache: used for the stability check and final replays).
-    def run(self, cands: list) -> list[dict]:
+    def run(self, cands: list) -> list[Outcome]:
         jobs = [self.subject.job(c) for c in cands]
         live = [i for i, j in enumerate(jobs) if j is not None]
         self.stats["guard_refused"] += len(cands) - len(live)
         res = self.pool.run_all([jobs[i] for i in live], self.timeout)
-        out: list[dict] = [{"verdict": "invalid", "kind": "refused", "stage": "guard",
-                            "signature": "", "message": "refused by the script guard"}
-                           for _ in cands]
+        out = [Outcome("invalid", "refused", "guard", message="refused by the script guard")
+               for _ in cands]
         for i, r in zip(live, res):
             out[i] = outcome_from_result(r)
         return out
 
-    def outcome(self, cand) -> dict:
+    def outcome(self, cand) -> Outcome:
         key = sha256(self.subject.text(cand))
         if key not in self.outcomes:
             self.outcomes[key] = self.run([cand])[0]
@@ -127,22 +127,23 @@ class Oracle:
     def _by_signature(self, cands: list) -> list[tuple[bool, str]]:
         out = []
         for c, o in zip(cands, self.run(cands)):
-            sig = o.get("signature", "")
+            sig = o.signature
             self.outcomes[sha256(self.subject.text(c))] = o
-            if o.get("verdict") == "fail" and sig != self.target_sig:
+            if o.verdict == "fail" and sig != self.target_sig:
                 self._slipped(c, o)
-            out.append((o.get("verdict") == "fail" and sig == self.target_sig, sig))
+            out.append((o.verdict == "fail" and sig == self.target_sig, sig))
         return out
 
-    def _slipped(self, cand, outcome: dict) -> None:
+    def _slipped(self, cand, outcome: Outcome) -> None:
         """Another bug met on the way: keep it (once per signature), count every meeting."""
         self.stats["slippage"] += 1
-        sig = outcome.get("signature", "")
+        sig = outcome.signature
         if self.slippage_dir is None or sig in self.slipped:
             return
-        d = output.new_dir(self.slippage_dir, f"{outcome.get('kind', 'fail')}-{signature_id(sig)}")
+        d = output.new_dir(self.slippage_dir, f"{outcome.kind}-{signature_id(sig)}")
         self.subject.save(d, cand)
-        output.write_text(d / "outcome.json", json.dumps(outcome, indent=1, default=str))
+        output.write_text(d / "outcome.json",
+                          json.dumps(outcome.to_json(), indent=1, default=str))
         self.slipped[sig] = str(d)
 
     def _by_cmd(self, cands: list) -> list[tuple[bool, str]]:

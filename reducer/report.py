@@ -7,24 +7,25 @@ import json
 import platform
 from typing import Optional
 
+from fuzz.outcome import Outcome
 
 from .repro import failing_variants, repro_text, versions
 
 
-def message_line(outcome: dict, width: int = 160) -> str:
+def message_line(outcome: Outcome, width: int = 160) -> str:
     """The failure's own message as a title shows it: its first line, trimmed, ``Op(...)``
     reprs shortened to the op's name; never the normalized form of a signature."""
     from fuzz.signature import _reduce_op_reprs
 
-    msg = (outcome.get("message") or "").strip()
+    msg = outcome.message.strip()
     line = _reduce_op_reprs(msg.splitlines()[0] if msg else "").strip().rstrip(":").strip()
     return line if len(line) <= width else line[:width - 1].rstrip() + "…"
 
 
-def failing_step(outcome: dict) -> Optional[dict]:
+def failing_step(outcome: Outcome) -> Optional[dict]:
     """The schedule step a failure in tvmfuzz's own schedule step happened in (the last one
     recorded: the steps stop at the one that raised)."""
-    extra = outcome.get("extra") or {}
+    extra = outcome.extra
     if extra.get("failing_step"):
         return extra["failing_step"]
     steps = extra.get("schedule") or []
@@ -33,10 +34,10 @@ def failing_step(outcome: dict) -> Optional[dict]:
     return None
 
 
-def _where(outcome: dict) -> str:
+def _where(outcome: Outcome) -> str:
     """Where a build failed, for a title: the TVM pass, the schedule primitive tvmfuzz was
     applying (tvmfuzz's own steps are never presented as TVM passes), code generation."""
-    extra = outcome.get("extra") or {}
+    extra = outcome.extra
     fpass = extra.get("failing_pass", "")
     if fpass.startswith("tvmfuzz.") or extra.get("failing_step"):
         step = failing_step(outcome)
@@ -46,15 +47,15 @@ def _where(outcome: dict) -> str:
         return f" in {fpass}"
     if extra.get("phase") == "codegen":
         return " in code generation"
-    stage = outcome.get("stage", "")
+    stage = outcome.stage
     return f" at {stage}" if stage else ""
 
 
-def _death_where(outcome: dict) -> str:
+def _death_where(outcome: Outcome) -> str:
     """Where a death by signal, a hang or a runaway allocation happened, for a title: the
     schedule primitive, the pass, the kernel the VM was running, TVM's innermost frame."""
-    extra = outcome.get("extra") or {}
-    stage = outcome.get("stage", "")
+    extra = outcome.extra
+    stage = outcome.stage
     step = failing_step(outcome)
     if step:
         return f" in s_tir schedule primitive {step.get('prim')}"
@@ -68,15 +69,15 @@ def _death_where(outcome: dict) -> str:
     return (f" {where}" if where else "") + (f" in {frames[0]}" if frames else "")
 
 
-def title(outcome: dict, ir: str = "relax", status: str = "new") -> str:
+def title(outcome: Outcome, ir: str = "relax", status: str = "new") -> str:
     """The report's title: ``[Bug][TIR]`` or ``[Bug][Relax]`` (the case's IR) for a new bug;
     a known bug or an expected refusal says so instead of "[Bug]"."""
-    kind, stage = outcome.get("kind", ""), outcome.get("stage", "")
+    kind, stage = outcome.kind, outcome.stage
     msg = message_line(outcome)
-    etype = outcome.get("error_type", "")
-    fpass = outcome.get("extra", {}).get("failing_pass", "")
+    etype = outcome.error_type
+    fpass = outcome.extra.get("failing_pass", "")
     where = _where(outcome)
-    site = outcome.get("throw_site", "")
+    site = outcome.throw_site
     site = f" ({site.rsplit('/', 1)[-1]})" if site else ""
     if kind == "ill_formed":
         text = "well_formed rejects a module built through the Relax BlockBuilder"
@@ -87,8 +88,8 @@ def title(outcome: dict, ir: str = "relax", status: str = "new") -> str:
     elif kind == "pass_ill_formed":
         text = f"{fpass or 'A pass'} produces ill-formed Relax IR"
     elif kind == "numeric":
-        key = outcome.get("extra", {}).get("numeric_key", "")
-        text = f"Wrong result{' of ' + key if key else ''} on {outcome.get('target', '')}"
+        key = outcome.extra.get("numeric_key", "")
+        text = f"Wrong result{' of ' + key if key else ''} on {outcome.target}"
     elif kind == "roundtrip":
         text = f"TVMScript print/parse round trip: {msg}"
     elif kind == "shape_inference":
@@ -97,7 +98,7 @@ def title(outcome: dict, ir: str = "relax", status: str = "new") -> str:
         text = (f"A malformed buffer is accepted at construction and rejected only{where}: "
                 f"{msg}{site}")
     elif kind in ("signal", "hang", "oom"):
-        what = {"signal": f"Crash ({outcome.get('error_type') or 'signal'})",
+        what = {"signal": f"Crash ({outcome.error_type or 'signal'})",
                 "hang": "Hang", "oom": "Runaway memory use"}[kind]
         unit = "a PrimFunc" if ir == "tir" else "a Relax module"
         text = f"{what}{_death_where(outcome) or ' compiling or running ' + unit}"
@@ -107,15 +108,15 @@ def title(outcome: dict, ir: str = "relax", status: str = "new") -> str:
     return f"{tag}[{'TIR' if ir == 'tir' else 'Relax'}] {text}"
 
 
-def _expected_text(outcome: dict, ir: str = "relax") -> str:
-    kind = outcome.get("kind", "")
+def _expected_text(outcome: Outcome, ir: str = "relax") -> str:
+    kind = outcome.kind
     if ir == "tir" and kind not in ("numeric", "roundtrip", "late_validation"):
         return ("The PrimFunc is well-formed (`tvm.tirx.analysis.verify_well_formed` accepts "
                 "it), so it schedules, builds and runs, or TVM reports a user-facing error "
                 "instead of an internal one.")
     if kind == "numeric":
         return "The outputs agree with numpy's (within the usual floating-point tolerance)."
-    if kind == "verifier_build" and outcome.get("stage") == "well_formed":
+    if kind == "verifier_build" and outcome.stage == "well_formed":
         return ("Verifier and build agree: a module `relax.analysis.well_formed` rejects is "
                 "rejected by the build too, or the verifier accepts it.")
     if kind == "ill_formed":
@@ -166,13 +167,13 @@ def _variant_lines(variants: list) -> list[str]:
         f"  {i}. {_variant_text(v)}" for i, v in enumerate(variants, 1)]
 
 
-def _schedule_lines(o: dict, variants: list, traces: Optional[dict]) -> list[str]:
+def _schedule_lines(o: Outcome, variants: list, traces: Optional[dict]) -> list[str]:
     """For a Relax "scheduled" build: the schedule tvmfuzz applied (tvmfuzz's own step, not a
     TVM pass), as TVM's trace."""
     idx = [i for i, v in enumerate(variants) if v.get("pipeline") == "scheduled"]
     if not idx:
         return []
-    steps = (o.get("extra") or {}).get("schedule") or []
+    steps = o.extra.get("schedule") or []
     step = failing_step(o)
     got = (traces or {}).get(str(idx[-1])) or {}
     if not steps and got.get("traces") is not None:   # a death after the schedule records
@@ -254,9 +255,9 @@ def update_affected(out_dir, result: dict) -> None:
         write_text(report, with_affected(report.read_text(), affected_section(result)))
 
 
-def _actual_where(o: dict) -> str:
+def _actual_where(o: Outcome) -> str:
     """Where the failure happened, for "Actual behavior"."""
-    extra = o.get("extra") or {}
+    extra = o.extra
     fpass = extra.get("failing_pass", "")
     if fpass.startswith("tvmfuzz."):
         step = failing_step(o)
@@ -270,8 +271,8 @@ def _actual_where(o: dict) -> str:
     return ""
 
 
-def _repro_text(o: dict, meta: dict, module_json: bool, builder: bool = False) -> str:
-    kind, stage = o.get("kind", ""), o.get("stage", "")
+def _repro_text(o: Outcome, meta: dict, module_json: bool, builder: bool = False) -> str:
+    kind, stage = o.kind, o.stage
     if builder:
         return ("TVM fails while this module is being constructed, so there is no module to "
                 "print as TVMScript. `repro.py` (attached) constructs it with "
@@ -303,12 +304,12 @@ def report_markdown(red, variants: list, affected: Optional[dict] = None) -> str
     v = versions(red.stats.get("python"))
     program = red.reduced if red.kind == "case" else None
     meta = (program.meta if program is not None else {}) or {}
-    detail = (o.get("detail") or o.get("message") or "").strip()
+    detail = (o.detail or o.message).strip()
     detail = "\n".join(detail.splitlines()[-40:])
-    site = o.get("throw_site", "")
-    rep = o.get("reproduction", {})
+    site = o.throw_site
+    rep = o.reproduction or {}
     st = red.stats
-    message = f"{o.get('error_type') + ': ' if o.get('error_type') else ''}{o.get('message', '')}"
+    message = f"{o.error_type + ': ' if o.error_type else ''}{o.message}"
     ir = program.ir if program is not None else "relax"
     status, why = "new", ""
     if program is not None:
@@ -320,10 +321,10 @@ def report_markdown(red, variants: list, affected: Optional[dict] = None) -> str
         lines += [f"**Status: {status}.** {why}", ""]
     lines += ["### Expected behavior", "", _expected_text(o, ir), "",
              "### Actual behavior", "",
-             f"Stage `{o.get('stage', '')}`{_actual_where(o)}"
+             f"Stage `{o.stage}`{_actual_where(o)}"
              + (f", thrown at `{site}`" if site else "") + ":", "",
              "```", message.strip() or "(no message)", "```", ""]
-    if detail and detail != (o.get("message") or "").strip():
+    if detail and detail != o.message.strip():
         lines += ["<details><summary>Full error</summary>", "", "```", detail, "```",
                   "</details>", ""]
     found = [text.format(meta[key]) for text, key in (("generator v{}", "generator"),
@@ -378,13 +379,13 @@ def report_markdown(red, variants: list, affected: Optional[dict] = None) -> str
     return "\n".join(lines)
 
 
-def _tir_lines(program, o: dict, st: dict) -> list[str]:
+def _tir_lines(program, o: Outcome, st: dict) -> list[str]:
     """For a TIR case: why a malformed buffer matters, and the schedule that was applied."""
     if program is None or program.ir != "tir":
         return []
     meta, out = program.meta, []
-    if o.get("kind") == "late_validation":
-        fpass = o.get("extra", {}).get("failing_pass") or "a later pass"
+    if o.kind == "late_validation":
+        fpass = o.extra.get("failing_pass") or "a later pass"
         out += [f"The PrimFunc is malformed on purpose ({meta.get('invalid')}). TVM accepted it "
                 "when parsing it and in its well-formedness check, and rejected it only in "
                 f"`{fpass}`: validation happens too late (the error should come from the "
@@ -433,7 +434,7 @@ def write_outputs(red, variants: Optional[list] = None, affected: Optional[dict]
                                        schedule_traces=red.repro.get("schedule_traces")),
                 mode=0o755)
     w.write("report.md", report_markdown(red, variants, affected))
-    w.write("outcome.json", json.dumps(red.outcome, indent=1, default=str))
+    w.write("outcome.json", json.dumps(red.outcome.to_json(), indent=1, default=str))
     from .api import stats_json
 
     w.write("reduce.json", stats_json(red))

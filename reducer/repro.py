@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Optional
 
 from fuzz.model import Program
+from fuzz.outcome import Outcome
 
 TEMPLATE = Path(__file__).with_name("repro_template.py")
 
@@ -64,11 +65,11 @@ def _literal(text: str) -> str:
     return repr(text)
 
 
-def failing_variants(program: Optional[Program], outcome: dict) -> list[dict]:
+def failing_variants(program: Optional[Program], outcome: Outcome) -> list[dict]:
     """The variants the finding was built with, up to the one that failed."""
     from worker.variants import Variant
 
-    failing = outcome.get("extra", {}).get("variant")
+    failing = outcome.extra.get("variant")
     vs = [Variant.from_json(v).to_json()   # as the worker spells them: comparable
           for v in (program.meta.get("variants") if program else None) or []]
     failing = Variant.from_json(failing).to_json() if failing else failing
@@ -153,7 +154,7 @@ def shared_code() -> str:
     return "\n\n\n".join(parts) + "\n\n"
 
 
-def _variants_for_case(variants: list, outcome: dict, traces: Optional[dict]) -> list:
+def _variants_for_case(variants: list, outcome: Outcome, traces: Optional[dict]) -> list:
     """The variants as repro.py builds them: a "scheduled" one carries the schedule tvmfuzz
     applied, as TVM's trace per step (or why it is missing); one whose results are not
     comparable (a numerics-changing pass or schedule primitive) says so."""
@@ -161,7 +162,7 @@ def _variants_for_case(variants: list, outcome: dict, traces: Optional[dict]) ->
     from worker.variants import Variant
 
     out = []
-    steps = (outcome.get("extra") or {}).get("schedule") or []
+    steps = outcome.extra.get("schedule") or []
     for i, v in enumerate(variants):
         v = dict(v)
         exact = Variant.from_json(v).exact
@@ -178,7 +179,7 @@ def _variants_for_case(variants: list, outcome: dict, traces: Optional[dict]) ->
     return out
 
 
-def repro_text(script: str, outcome: dict, program: Optional[Program] = None,
+def repro_text(script: str, outcome: Outcome, program: Optional[Program] = None,
                variants: Optional[list] = None, input_seed: int = 0,
                timeout: float = 60.0, near_valid: bool = False,
                inputs_by_name: Optional[dict] = None, module_json: str = "",
@@ -196,13 +197,13 @@ def repro_text(script: str, outcome: dict, program: Optional[Program] = None,
         except Exception:  # noqa: BLE001 - then from the parameters' types, as for a script
             inputs = {"how": "script", "seed": program.meta.get("seed") or 0, "by_name": {}}
     case = {
-        "kind": outcome.get("kind", ""),
+        "kind": outcome.kind,
         "near_valid": near_valid or bool(program and program.meta.get("mode") == "near-valid"),
         "variants": _variants_for_case(variants or failing_variants(program, outcome), outcome,
                                        schedule_traces),
         "inputs": inputs,
-        "expect": {k: outcome.get(k, "") for k in ("stage", "error_type", "message",
-                                                   "signature", "throw_site")},
+        "expect": {k: getattr(outcome, k) for k in ("stage", "error_type", "message",
+                                                    "signature", "throw_site")},
         "timeout": timeout,
         "tol": _tolerances(program),
     }
@@ -210,8 +211,8 @@ def repro_text(script: str, outcome: dict, program: Optional[Program] = None,
         case["builder"] = True
     if module_json:
         case["module"] = base64.b64encode(zlib.compress(module_json.encode(), 9)).decode()
-    extra = outcome.get("extra", {})
-    if program is not None and outcome.get("kind") == "shape_inference" and extra.get("node"):
+    extra = outcome.extra
+    if program is not None and outcome.kind == "shape_inference" and extra.get("node"):
         func = extra.get("func") or program.entry
         try:
             n = program.func(func).node(extra["node"])
@@ -220,7 +221,7 @@ def repro_text(script: str, outcome: dict, program: Optional[Program] = None,
         if n is not None and n.ty is not None:
             case["expect_type"] = {"func": func, "binding": n.name, "op": n.op,
                                    "type": n.ty.to_json()}
-    if program is not None and outcome.get("kind") == "numeric" and "versus" not in extra:
+    if program is not None and outcome.kind == "numeric" and "versus" not in extra:
         try:
             case["expected"] = _expected(program)
         except Exception:  # noqa: BLE001 - then only the cross-build comparison is left
@@ -230,7 +231,7 @@ def repro_text(script: str, outcome: dict, program: Optional[Program] = None,
         pip += " ml_dtypes"
     text = TEMPLATE.read_text()
     text = text[text.index("#!/usr/bin/env python3"):]
-    title = outcome.get("signature", "").replace('"' * 3, "'" * 3).replace(chr(92), "/")[:300]
+    title = outcome.signature.replace('"' * 3, "'" * 3).replace(chr(92), "/")[:300]
     fill = {"__TITLE__": f"Reproducer: {title}", "__PIP__": pip, "__SCRIPT__": _literal(script),
             "__CASE__": _literal(json.dumps(case, indent=1, default=str)),
             "__SHARED__": shared_code()}

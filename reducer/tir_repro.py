@@ -15,6 +15,8 @@ from typing import Optional
 
 import numpy as np
 
+from fuzz.outcome import Outcome
+
 HEADER = '''#!/usr/bin/env python3
 """{title}
 
@@ -187,7 +189,7 @@ def _npz(arrays: dict) -> str:
     return base64.b64encode(zlib.compress(buf.getvalue(), 9)).decode()
 
 
-def tir_repro_text(prog, script: str, outcome: dict, variant: Optional[dict] = None,
+def tir_repro_text(prog, script: str, outcome: Outcome, variant: Optional[dict] = None,
                    trace: Optional[str] = None) -> str:
     """``trace``: worker.tir_schedule.case_trace(prog), computed in the sandbox (it runs
     TVM)."""
@@ -196,13 +198,13 @@ def tir_repro_text(prog, script: str, outcome: dict, variant: Optional[dict] = N
     from fuzz.tir import reference as TR
     from worker.tir_passes import full_order
 
-    variant = variant or (outcome.get("extra") or {}).get("variant") or {}
+    variant = variant or outcome.extra.get("variant") or {}
     target = dict(variant.get("target") or {"kind": "llvm"})   # a dict: 0.27 refuses CLI strings
     inputs = TR.make_inputs(prog, prog.meta.get("seed") or 0)
     case = {"name": prog.name, "params": [p.name for p in prog.params], "target": target,
             "passes": full_order(list(variant.get("passes") or [])), "inputs": _npz(inputs),
             "pipeline": variant.get("pipeline", "tir"),
-            "expect": {k: outcome.get(k, "") for k in ("kind", "stage", "message", "signature")}}
+            "expect": {k: getattr(outcome, k) for k in ("kind", "stage", "message", "signature")}}
     case["schedule"] = trace or ""
     case["opt_level"] = int(target.get("opt-level", 3))
     if case["pipeline"] == "call_tir":
@@ -210,7 +212,7 @@ def tir_repro_text(prog, script: str, outcome: dict, variant: Optional[dict] = N
 
         ins, outs = _call_tir_params(prog, list(prog.meta.get("outputs") or []))
         case["call_tir"] = {"ins": ins, "outs": outs}
-    if outcome.get("kind") == "numeric":
+    if outcome.kind == "numeric":
         want = TR.run(prog, {k: a.copy() for k, a in inputs.items()})
         case["expected"] = _npz(want)
         case["tol"] = {p.name: list(TR.tolerance(prog, p.name)) for p in prog.params}
@@ -218,7 +220,7 @@ def tir_repro_text(prog, script: str, outcome: dict, variant: Optional[dict] = N
         ver = metadata.version("apache-tvm")
     except metadata.PackageNotFoundError:
         ver = ""
-    title = ("Reproducer: " + outcome.get("signature", "")).replace('"""', "'''")[:300]
+    title = ("Reproducer: " + outcome.signature).replace('"""', "'''")[:300]
     from fuzz.tir.render import SCRIPT_HEADER
 
     text = script.removeprefix(SCRIPT_HEADER)

@@ -65,9 +65,9 @@ def test_the_sandbox_child_judges_what_the_parent_would():
     with Sandbox(timeout=120) as sb:
         there = outcome_from_result(sb.run(cases.job(prog)))
         text = outcome_from_result(sb.run(cases.job(_text(prog))))
-    assert (there["verdict"], there["kind"], there["message"]) == (
+    assert (there.verdict, there.kind, there.message) == (
         here["verdict"], here["kind"], here["message"])
-    assert text["verdict"] in ("pass", "fail")
+    assert text.verdict in ("pass", "fail")
 
 
 def test_unsafe_text_never_becomes_a_job():

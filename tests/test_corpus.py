@@ -45,6 +45,21 @@ def files(root: Path, pattern="*") -> list[Path]:
     return sorted((root / "cases").glob(f"*/{pattern}"))
 
 
+def test_an_outcome_is_stored_as_its_json(tmp_path):
+    """A typed Outcome (what campaigns pass) and its to_json() (an outcome file written
+    before) make the same bucket and the same stored row."""
+    from fuzz.outcome import Outcome
+
+    typed = Outcome.from_json(outcome())
+    assert typed.reproduction == {"reproduced": 2, "replays": 3, "rate": 0.667}
+    a, b = Corpus(tmp_path / "a"), Corpus(tmp_path / "b")
+    assert a.add_finding(generate(1), typed, script="# s", now=1.0, **V) == \
+        b.add_finding(generate(1), typed.to_json(), script="# s", now=1.0, **V)
+    rows = [[tuple(r) for r in c._db.execute("SELECT * FROM findings")] for c in (a, b)]
+    assert rows[0] == rows[1]
+    assert a.findings()[0]["outcome"] == typed.to_json()
+
+
 def test_add_buckets_by_signature_and_queries(tmp_path):
     c = Corpus(tmp_path / "c")
     assert c.integrity_check() == "ok" and c.schema_version == SCHEMA_VERSION

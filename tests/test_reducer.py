@@ -63,8 +63,8 @@ def test_reduces_to_the_crashing_op_and_repro_reproduces(tmp_path):
     assert ops == ["relax.cosh"]
     assert len(red.reduced.main.params) == 1
     assert len(red.reduced.meta["variants"]) == 1          # the one failing build is enough
-    assert red.outcome["signature"] == red.signature
-    assert red.outcome["reproduction"] == {"reproduced": 3, "replays": 3}
+    assert red.outcome.signature == red.signature
+    assert red.outcome.reproduction == {"reproduced": 3, "replays": 3}
     st = red.stats
     assert st["bindings_before"] == 9 and st["bindings_after"] == 1
     assert 0 < st["oracle_calls"] < 40
@@ -99,7 +99,7 @@ def test_slippage_onto_another_bug_is_kept_not_accepted(tmp_path):
     cosh_only = _prog([Node("c", "relax.cosh", ["h"])], [Param("h", F16)], "c")
     with SandboxPool(1, 60) as pool:
         oracle = Oracle(CaseSubject(), pool, slippage_dir=tmp_path / "slippage")
-        oracle.target_sig = oracle.run([both])[0]["signature"]
+        oracle.target_sig = oracle.run([both])[0].signature
         assert "acosh" in oracle.target_sig
         assert oracle.test([cosh_only, cosh_only]) == [False, False]
     assert oracle.stats["slippage"] == 1 and oracle.stats["calls"] == 1   # cached
@@ -311,4 +311,4 @@ def test_a_pinned_schedule_lets_dead_bindings_and_steps_go(tmp_path):
     assert "d1" not in names, names
     steps = red.reduced.meta["variants"][-1]["schedule_steps"]
     assert [s["prim"] for s in steps] == ["loop_partition"], steps
-    assert red.outcome["reproduction"]["reproduced"] == 3
+    assert red.outcome.reproduction["reproduced"] == 3

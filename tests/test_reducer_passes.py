@@ -8,6 +8,7 @@ import pytest
 
 from fuzz.generate import generate
 from fuzz.model import Block, Function, Node, Param, Program, TensorTy
+from fuzz.outcome import Outcome
 from fuzz.tir.generate import generate_tir
 from reducer.ddmin import Driver
 from reducer.passes import registry
@@ -94,8 +95,9 @@ def test_model_pass_candidates_are_smaller_at_a_declared_measure():
         prog = generate(seed, mode="valid" if seed % 3 else "near-valid")
         prog.meta["variants"] = json.loads(json.dumps(VARIANTS))
         ops = [n.op for f in prog.functions for n in f.nodes() if n.op.startswith("relax.")]
-        hinted = {"kind": "crash", "message": f"Op({ops[0]})", "extra": {"variant": VARIANTS[0]}}
-        for outcome in ({}, hinted, {"kind": "verifier_build"}):
+        hinted = Outcome("fail", "crash", message=f"Op({ops[0]})",
+                         extra={"variant": VARIANTS[0]})
+        for outcome in (None, hinted, Outcome("fail", "verifier_build")):
             passes = registry.passes("model", ModelContext.of(prog, outcome))
             _check("model", passes, prog, _some, tally)
     _assert_progress("model", tally)

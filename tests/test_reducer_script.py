@@ -57,7 +57,7 @@ def test_noise_around_a_crashing_op_reduces_to_that_op(tmp_path):
     fn = next(n for n in ast.walk(ast.parse(red.reduced)) if isinstance(n, ast.FunctionDef))
     assert len(fn.args.args) == 1                     # only the input acosh needs
     assert "R.acosh(" in red.reduced and "float16" in red.reduced
-    assert red.outcome["reproduction"]["reproduced"] == 3
+    assert red.outcome.reproduction["reproduced"] == 3
     assert red.stats["oracle_calls"] < 60
     for f in ("case.py", "repro.py", "report.md"):
         assert (tmp_path / f).exists()

@@ -4,6 +4,7 @@ import pytest
 
 from fuzz.generate import generate
 from fuzz.model import Block, Function, Node, Param, Program, TensorTy
+from fuzz.outcome import Outcome
 from reducer.api import ReduceError, _stable_signature, comment_imports
 from reducer.ddmin import Driver
 from reducer.linedd import line_ddmin
@@ -163,15 +164,14 @@ def test_stability_check_refuses_flaky_and_passing_inputs():
         def run(self, cands):
             return self.outs
 
-    crash = {"verdict": "fail", "kind": "crash", "signature": "crash | build | X"}
-    other = {"verdict": "fail", "kind": "crash", "signature": "crash | run | Y"}
+    crash = Outcome("fail", "crash", "build", message="X")
+    other = Outcome("fail", "crash", "run", message="Y")
     with pytest.raises(ReduceError, match="only sometimes"):
         _stable_signature(Fake([crash, other, crash]), "case", None, None)
     with pytest.raises(ReduceError, match="only sometimes"):
-        _stable_signature(Fake([crash, {"verdict": "pass", "signature": ""}, crash]), "case",
-                          None, None)
+        _stable_signature(Fake([crash, Outcome("pass"), crash]), "case", None, None)
     with pytest.raises(ReduceError, match="does not fail"):
-        _stable_signature(Fake([{"verdict": "pass"}] * 3), "case", None, None)
+        _stable_signature(Fake([Outcome("pass")] * 3), "case", None, None)
     assert _stable_signature(Fake([crash] * 3), "case", None, None) is crash
 
 
@@ -204,8 +204,8 @@ def test_isolate_op_keeps_the_named_op_and_its_declared_inputs():
     prog.main.params[2].actual, prog.main.params[2].ty = prog.main.params[2].ty, \
         TensorTy(None, "float16", 2)                      # h erased to ndim only
     prog.main.node("h1").args = ["h"]
-    outcome = {"kind": "crash", "message": 'unknown intrinsic ir.Op(name="tirx.cosh")',
-               "extra": {"variant": {}}}
+    outcome = Outcome("fail", "crash", message='unknown intrinsic ir.Op(name="tirx.cosh")',
+                      extra={"variant": {}})
     p = IsolateOp(ModelContext.of(prog, outcome))
     assert p.targets(prog) == [("main", "c")]
     cand = p.apply(prog, frozenset([0]))

@@ -310,12 +310,12 @@ def test_bisect_error_rows(tmp_path):
     assert by[DEFAULT]["verdict"] == "present" and "Op(tirx.acos)" in out["signature"]
     assert by["9.9.9"]["verdict"] == "error" and "sandbox server did not start" in \
         by["9.9.9"]["message"]
-    invalid = {"verdict": "invalid", "kind": "generator", "stage": "materialize",
-               "error_type": "TypeError", "message": "no such op", "signature": "generator | x"}
+    from fuzz.outcome import Outcome
+
+    invalid = Outcome("invalid", "generator", "materialize", "TypeError", "no such op")
     row = _judge([invalid], out["signature"])
     assert row["verdict"] == "error" and "cannot be materialized" in row["message"]
-    rejected = {"verdict": "rejected", "kind": "rejected", "stage": "build",
-                "error_type": "InternalError", "message": "CodeGenVM", "signature": "rejected | x"}
+    rejected = Outcome("rejected", "rejected", "build", "InternalError", "CodeGenVM")
     row = _judge([rejected], out["signature"])
     assert row["verdict"] == "absent" and "both refuse" in row["message"]
 

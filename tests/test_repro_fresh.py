@@ -300,11 +300,12 @@ def test_repro_embeds_the_cases_own_inputs_bfloat16_too(tmp_path):
     import numpy as np
 
     from fuzz.inputs import make_inputs
+    from fuzz.outcome import Outcome
     from reducer.repro import repro_text
 
     prog = _one("relax.abs", "bfloat16", [BASE], lo=-2.0, hi=2.0, shape=(3, 2))
     path = tmp_path / "repro.py"
-    path.write_text(repro_text("# the module", {"kind": "crash", "stage": "run"}, prog))
+    path.write_text(repro_text("# the module", Outcome("fail", "crash", "run"), prog))
     ns = runpy.run_path(str(path), run_name="not_main")   # definitions only
     got = ns["unpack"](ns["CASE"]["inputs"]["data"])
     _, want = make_inputs(prog, prog.meta["seed"])

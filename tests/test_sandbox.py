@@ -3,11 +3,13 @@ its kind and the next case still runs and passes."""
 import os
 import signal
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from fuzz.generate import generate
+from fuzz.outcome import Outcome
 from fuzz.signature import bug_id, bug_key
 from worker import jobs
 from worker.execute import compile_and_run
@@ -120,22 +122,22 @@ def test_a_death_names_its_stage_variant_and_python_stack():
         runner.close()
     # the VM call that was running names the kernel each died in: two bugs, not one
     # "memory fault in run"
-    assert fpe["signature"] == ("signal | run | SIGFPE | killed by SIGFPE in run | "
+    assert fpe.signature == ("signal | run | SIGFPE | killed by SIGFPE in run | "
                                 "in kernel floor_divide")
-    assert segv["signature"] == "signal | run | SIGSEGV | killed by SIGSEGV in run | in kernel take"
+    assert segv.signature == "signal | run | SIGSEGV | killed by SIGSEGV in run | in kernel take"
     assert bug_key(segv) == "signal | run | memory fault | in kernel take"
-    other = dict(segv, extra=dict(segv["extra"], kernel="sort"))
+    other = replace(segv, extra=dict(segv.extra, kernel="sort"))
     assert bug_id(other) != bug_id(segv)
-    assert bug_id(dict(segv, extra=dict(segv["extra"], kernel="take1"))) == bug_id(segv)
+    assert bug_id(replace(segv, extra=dict(segv.extra, kernel="take1"))) == bug_id(segv)
     for o in (fpe, segv):
-        assert o["stage"] == "run" and o["target"] == "llvm/default"
-        assert o["extra"]["variant"] == {"target": {"kind": "llvm"}, "pipeline": "default",
+        assert o.stage == "run" and o.target == "llvm/default"
+        assert o.extra["variant"] == {"target": {"kind": "llvm"}, "pipeline": "default",
                                          "passes": [], "exec_mode": "bytecode",
                                          "extra_passes": []}
-        assert o["extra"]["python_stack"][0].startswith("worker/execute.py:")
+        assert o.extra["python_stack"][0].startswith("worker/execute.py:")
 
 
-def _judge_data_case(name: str) -> dict:
+def _judge_data_case(name: str) -> Outcome:
     """The outcome of tests/data/<name> judged in a fresh sandbox, as a campaign judges it."""
     from worker.sandbox_runner import SandboxRunner
     from worker.user_input import read_input
@@ -155,9 +157,9 @@ def test_a_segfault_in_tvms_cpp_names_its_native_frame():
     from worker.sandbox_runner import native_frames
 
     out = _judge_data_case("tir_reindex_segfault.json")
-    assert out["kind"] == "signal" and out["stage"] == "schedule", out
-    assert out["extra"]["native_frames"][0] == "tvm::s_tir::ReIndex"
-    assert "| in tvm::s_tir::ReIndex [primitive reindex]" in out["signature"]
+    assert out.kind == "signal" and out.stage == "schedule", out
+    assert out.extra["native_frames"][0] == "tvm::s_tir::ReIndex"
+    assert "| in tvm::s_tir::ReIndex [primitive reindex]" in out.signature
     assert native_frames("Fatal Python error: Segmentation fault\n") == []
 
 
@@ -167,9 +169,9 @@ def test_a_segfault_while_the_module_is_constructed_names_the_op():
     built (a breadcrumb) names it: not one 'memory fault in materialize' for every op. The bug
     key names the inference function the op shares with relax.nn.attention."""
     out = _judge_data_case("relax_materialize_segfault.json")
-    assert (out["kind"], out["stage"]) == ("signal", "materialize"), out
-    assert out["extra"]["op"] == "relax.nn.attention_bias"
-    assert out["signature"].endswith("| in op relax.nn.attention_bias")
+    assert (out.kind, out.stage) == ("signal", "materialize"), out
+    assert out.extra["op"] == "relax.nn.attention_bias"
+    assert out.signature.endswith("| in op relax.nn.attention_bias")
     assert bug_key(out) == ("signal | materialize | memory fault | in type inference "
                             "InferTypeAttention (src/relax/op/nn/attention.cc)")
 
@@ -188,12 +190,12 @@ def test_a_segfault_inside_a_schedule_primitive_names_the_step():
     sig = res["signal_name"]   # a corrupted heap: SIGSEGV, or glibc's SIGABRT, run to run
     assert sig in ("SIGSEGV", "SIGABRT")
     frame = " | in tvm::s_tir::LoopPartition" if sig == "SIGSEGV" else ""
-    assert out["signature"] == (f"signal | schedule | {sig} | killed by {sig} in schedule"
+    assert out.signature == (f"signal | schedule | {sig} | killed by {sig} in schedule"
                                 f"{frame} [primitive loop_partition]")
     # the primitive names the bug, not the frame (a SIGABRT has none)
     assert bug_key(out) == "signal | schedule | memory fault [primitive loop_partition]"
     if sig == "SIGSEGV":   # tvm-ffi's native backtrace
-        assert out["extra"]["native_frames"][0] == "tvm::s_tir::LoopPartition"
-    assert out["extra"]["failing_step"] == bug["steps"][1]
-    assert out["extra"]["schedule"] == bug["steps"]    # what a replay must apply, in order
-    assert any("loop_partition" in f for f in out["extra"]["python_stack"])
+        assert out.extra["native_frames"][0] == "tvm::s_tir::LoopPartition"
+    assert out.extra["failing_step"] == bug["steps"][1]
+    assert out.extra["schedule"] == bug["steps"]    # what a replay must apply, in order
+    assert any("loop_partition" in f for f in out.extra["python_stack"])

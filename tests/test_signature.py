@@ -402,3 +402,21 @@ def test_inference_families_name_catalogued_ops_once():
     listed = [op for ops in INFERENCE_FAMILIES.values() for op in ops]
     assert len(listed) == len(set(listed)) and set(listed) <= set(CATALOGUE)
     assert all(len(ops) > 1 for ops in INFERENCE_FAMILIES.values())
+
+
+def test_the_rules_read_an_outcome_and_its_json_alike():
+    """In-process callers pass the Outcome, stored rows and files pass its JSON: one
+    signature, one bug key; to_json() keeps the shape files have (reproduction only when
+    set, after the signature) and from_json gives the value back."""
+    from fuzz.outcome import Outcome
+
+    o = Outcome("fail", "signal", "schedule", "SIGSEGV", "killed by SIGSEGV in schedule",
+                extra={"failing_step": {"prim": "cache_read"},
+                       "native_frames": ["tvm::s_tir::CacheRead"]})
+    j = o.to_json()
+    assert list(j)[-1] == "signature" and "reproduction" not in j
+    assert signature(o) == signature(j) == j["signature"] == o.signature
+    assert bug_key(o) == bug_key(j) and bug_id(o) == bug_id(j)
+    o.reproduction = {"reproduced": 2, "replays": 3}
+    assert list(o.to_json())[-2:] == ["signature", "reproduction"]
+    assert Outcome.from_json(o.to_json()) == o and o.signature == j["signature"]

@@ -56,17 +56,17 @@ def test_release_features():
 def test_valid_tir_cases_pass_in_the_sandbox(runner):
     progs = [make_case(s, "valid", ir=("tir",), schedules=False) for s in range(100, 112)]
     outs = runner.run_many(progs)
-    verdicts = [o["verdict"] for o in outs]
+    verdicts = [o.verdict for o in outs]
     # Valid cases never count as generator defects; most build, run and agree.
-    assert "invalid" not in verdicts, [o["message"] for o in outs if o["verdict"] == "invalid"]
-    assert verdicts.count("pass") >= 8, [(o["kind"], o["message"][:80]) for o in outs]
+    assert "invalid" not in verdicts, [o.message for o in outs if o.verdict == "invalid"]
+    assert verdicts.count("pass") >= 8, [(o.kind, o.message[:80]) for o in outs]
 
 
 def test_late_validation_names_the_pass(runner):
     out = runner(_late_validation_case())
-    assert out["verdict"] == "fail" and out["kind"] == "late_validation", out
-    assert out["extra"]["failing_pass"] == "tirx.MakePackedAPI"
-    assert "negative" in out["message"]
+    assert out.verdict == "fail" and out.kind == "late_validation", out
+    assert out.extra["failing_pass"] == "tirx.MakePackedAPI"
+    assert "negative" in out.message
 
 
 def test_schedule_steps_are_recorded_and_frozen(runner):
@@ -77,15 +77,15 @@ def test_schedule_steps_are_recorded_and_frozen(runner):
         if "schedule" not in prog.meta:
             continue
         out = runner(prog)
-        steps = out["extra"].get("schedule")
-        if out["verdict"] == "pass" and steps:
+        steps = out.extra.get("schedule")
+        if out.verdict == "pass" and steps:
             break
     else:
         pytest.fail("no passing scheduled case in 60 seeds")
     freeze_schedule(prog, out)
     assert prog.meta["schedule"]["applied"] == steps
     again = runner(Program.loads(prog.dumps()))
-    assert again["verdict"] == "pass" and again["extra"]["schedule"] == steps
+    assert again.verdict == "pass" and again.extra["schedule"] == steps
 
 
 def test_campaign_lists_schedule_primitives(tmp_path):
@@ -129,8 +129,8 @@ def test_call_tir_variant_runs_the_primfunc_from_relax(runner):
         prog = make_case(seed, "valid", ir=("tir",), schedules=False)
         prog.meta["variants"] = [via_relax]
         out = runner(prog)
-        assert out["verdict"] == "pass", (seed, out["signature"])
-        assert out["extra"]["variant"]["pipeline"] == "call_tir"
+        assert out.verdict == "pass", (seed, out.signature)
+        assert out.extra["variant"]["pipeline"] == "call_tir"
 
 
 def test_call_tir_needs_destination_passing_style():
@@ -162,11 +162,11 @@ def test_numeric_findings_name_the_step_that_made_them_wrong():
         other = runner(make_case(70041, None, ("llvm",), ("tir",), True, {}))
     finally:
         runner.close()
-    assert [s["prim"] for s in wrong["extra"]["schedule"]] == ["split", "cache_write", "fuse"]
-    assert wrong["extra"]["numeric_key"] == "tir int64 after cache_write"
-    assert [s["prim"] for s in other["extra"]["schedule"]][-1] == "split"
-    assert other["extra"]["numeric_key"] == "tir float32 after cache_read"
-    assert other["extra"]["reads_uninitialized"] in (True, False)
+    assert [s["prim"] for s in wrong.extra["schedule"]] == ["split", "cache_write", "fuse"]
+    assert wrong.extra["numeric_key"] == "tir int64 after cache_write"
+    assert [s["prim"] for s in other.extra["schedule"]][-1] == "split"
+    assert other.extra["numeric_key"] == "tir float32 after cache_read"
+    assert other.extra["reads_uninitialized"] in (True, False)
 
 
 def test_reads_uninitialized_compares_reruns_under_other_fills():
@@ -266,14 +266,18 @@ def test_replays_stop_when_the_campaign_time_is_up():
 
     calls = []
 
+    from fuzz.outcome import Outcome
+
+    hang = Outcome("fail", "hang", "run")
+
     def runner(prog):
         calls.append(prog)
-        return {"signature": "hang | run"}
+        return hang
 
     stop = threading.Event()
-    assert reproduction(runner, "case", {"signature": "hang | run"}, 3, stop) == {
+    assert reproduction(runner, "case", hang, 3, stop) == {
         "reproduced": 3, "replays": 3, "rate": 1.0}
     stop.set()
-    assert reproduction(runner, "case", {"signature": "hang | run"}, 3, stop) == {
+    assert reproduction(runner, "case", hang, 3, stop) == {
         "reproduced": 1, "replays": 1, "rate": 1.0}
     assert len(calls) == 2

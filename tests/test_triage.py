@@ -5,6 +5,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -69,9 +70,9 @@ def real():
 def test_codegen_vm_refusals_of_three_ops_are_one_expected_bug(real, tmp_path, capsys):
     refusals = real[:3]
     for _, o in refusals:
-        assert o["verdict"] == "fail" and o["kind"] == "verifier_build", o
-        assert "cannot emit this Relax operator directly" in o["message"]
-    assert len({o["signature"] for _, o in refusals}) == 3      # one bucket per op
+        assert o.verdict == "fail" and o.kind == "verifier_build", o
+        assert "cannot emit this Relax operator directly" in o.message
+    assert len({o.signature for _, o in refusals}) == 3      # one bucket per op
     assert len({bug_id(o) for _, o in refusals}) == 1          # one bug
     for p, o in refusals:
         status, why = auto_status(p, o)
@@ -99,7 +100,7 @@ def test_the_same_refusal_is_new_without_an_erased_type(real):
     p, o = real[0]
     # a valid program refused the same way: nothing was broken on purpose
     valid = erased("relax.exp", mode="valid")
-    assert auto_status(valid, dict(o, kind="crash"))[0] == NEW
+    assert auto_status(valid, replace(o, kind="crash"))[0] == NEW
     # a mutant whose only mutation is a wrong annotation: the refusal is not what it broke
     wrong = one_op("relax.exp", "float32")
     wrong.meta.update(mode="near-valid", mutations=["wrong_annotation"])
@@ -110,7 +111,7 @@ def test_the_same_refusal_is_new_without_an_erased_type(real):
 
 def test_known_bug_op_is_known_and_other_ops_are_new(real, tmp_path):
     p, o = real[3]
-    assert o["verdict"] == "fail" and "Op(tirx.acos)" in o["signature"], o
+    assert o.verdict == "fail" and "Op(tirx.acos)" in o.signature, o
     status, why = auto_status(p, o)
     assert status == KNOWN and why.startswith("fuzz/catalogue/known_bugs.py (relax.acos"), why
     # the same failure from a program without a known-bug op is new
@@ -182,7 +183,7 @@ def test_a_wrong_result_is_blamed_on_its_own_primitive_and_function():
 
 def test_one_known_bug_met_with_two_messages_is_one_bug(real, tmp_path):
     (p1, o1), (p2, o2) = real[4], real[5]
-    assert "finiteness" in o1["message"] and "isnan" in o2["message"], (o1, o2)
+    assert "finiteness" in o1.message and "isnan" in o2.message, (o1, o2)
     assert bug_key(o1) != bug_key(o2)                 # by message alone: two bugs
     assert root_key(p1, o1) == root_key(p2, o2)       # one known entry: one bug
     assert root_key(p1, o1).startswith("known | fuzz/catalogue/known_bugs.py (relax.isfinite")
@@ -200,7 +201,7 @@ def test_a_verdict_follows_its_bug_when_bug_keys_change(real, tmp_path):
     root = tmp_path / "corpus"
     p, o = real[0]
     with Corpus(root) as c:
-        c.add_finding(p, dict(o, kind="crash"), **V)
+        c.add_finding(p, replace(o, kind="crash"), **V)
         [bug] = c.bugs()
         c.set_verdict(bug["id"], "known", "https://github.com/apache/tvm/issues/1")
         # as a store written by a tvmfuzz whose bug keys differed: another id, older version
@@ -222,7 +223,7 @@ def test_triage_verdict_persists_and_unknown_bug_is_exit_2(real, tmp_path):
     root = tmp_path / "corpus"
     p, o = real[0]
     with Corpus(root) as c:
-        c.add_finding(p, dict(o, kind="crash"), **V)    # as if a valid program: new
+        c.add_finding(p, replace(o, kind="crash"), **V)    # as if a valid program: new
         [bug] = c.bugs()
     assert bug["status"] == NEW
     url = "https://github.com/apache/tvm/issues/12345"
@@ -274,7 +275,7 @@ def test_corpus_written_by_the_schema_1_store_opens_with_bug_ids(real, tmp_path,
     old_ids = []
     for p, o in real[:4]:
         # as the old campaign stored them: its signature, computed by its own rules
-        o = dict(o, signature="old | " + signature(o))
+        o = dict(o.to_json(), signature="old | " + signature(o))
         old_ids.append(c.add_finding(p, o, **V)[0])
     c.close()
     with Corpus(root) as new:
@@ -465,7 +466,7 @@ def test_a_store_keyed_under_other_rules_is_rekeyed_when_opened(real, tmp_path):
     root = tmp_path / "corpus"
     p, o = real[0]
     with Corpus(root) as c:
-        c.add_finding(p, dict(o, kind="crash"), **V)
+        c.add_finding(p, replace(o, kind="crash"), **V)
         [bug] = c.bugs()
         assert c.get_state("bug_rules") == rules_fingerprint()
         c._write(lambda: c._db.execute("UPDATE buckets SET bug_id='0123456789ab'"))

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from fuzz.model import Program
+from fuzz.outcome import Outcome
 
 from . import cases
 from .releases import Release, all_releases
@@ -85,8 +86,9 @@ def load_subject(spec: str, corpus_dir: Optional[str] = None) -> Subject:
 
 
 def _resign(outcome: dict) -> str:
-    """The signature of a stored outcome by this tvmfuzz's rules (an older tvmfuzz may have
-    normalized names differently), or the stored one when the outcome is not kept whole."""
+    """The signature of a stored outcome (its JSON, as a file or a corpus row keeps it) by
+    this tvmfuzz's rules (an older tvmfuzz may have normalized names differently), or the
+    stored one when the outcome is not kept whole."""
     from fuzz.signature import signature
 
     if outcome.get("verdict") == "fail" and "message" in outcome:
@@ -127,10 +129,10 @@ def _bucket_subject(spec: str, corpus_dir: Optional[str]) -> Subject:
 
 
 # --- running --------------------------------------------------------------------------------
-def _judge(outcomes: list[dict], want: str) -> dict:
+def _judge(outcomes: list[Outcome], want: str) -> dict:
     first = outcomes[0]
-    sig = first.get("signature", "") or ""
-    verdict = first.get("verdict", "")
+    sig = first.signature
+    verdict = first.verdict
     msg = ""
     if verdict == "pass":
         v = "absent"
@@ -138,27 +140,26 @@ def _judge(outcomes: list[dict], want: str) -> dict:
         # A near-valid mutant that verifier and build both refuse: the expected outcome. Say
         # why the build refused: on an old release it may be something else entirely.
         v, sig = "absent", ""
-        msg = (f"verifier and build both refuse it (build: {first.get('error_type', '')}: "
-               f"{first.get('message', '')})")[:400]
+        msg = (f"verifier and build both refuse it (build: {first.error_type}: "
+               f"{first.message})")[:400]
     elif verdict == "invalid":
         v = "error"
-        what = "does not parse" if first.get("kind") == "not_tvmscript" else \
+        what = "does not parse" if first.kind == "not_tvmscript" else \
             "cannot be materialized"
-        msg = (f"{what} on this release: {first.get('error_type', '')}: "
-               f"{first.get('message', '')}").strip()[:400]
+        msg = (f"{what} on this release: {first.error_type}: "
+               f"{first.message}").strip()[:400]
         sig = ""
-    elif first.get("kind") == "lost":
-        v, msg, sig = "error", f"the sandbox failed: {first.get('message', '')}"[:400], ""
+    elif first.kind == "lost":
+        v, msg, sig = "error", f"the sandbox failed: {first.message}"[:400], ""
     else:
         v = "present" if same_bug(sig, want) else "different"
-        msg = first.get("message", "")[:400]
-    same = sum(1 for o in outcomes if (o.get("signature", "") or "") == (first.get("signature")
-                                                                          or ""))
+        msg = first.message[:400]
+    same = sum(1 for o in outcomes if o.signature == first.signature)
     return {"verdict": v, "signature": sig, "message": msg, "reproduced": same,
-            "times": len(outcomes), "kind": first.get("kind", ""), "stage": first.get("stage", "")}
+            "times": len(outcomes), "kind": first.kind, "stage": first.stage}
 
 
-def run_on(release: Release, job: dict, times: int, timeout: float, jail=None) -> list[dict]:
+def run_on(release: Release, job: dict, times: int, timeout: float, jail=None) -> list[Outcome]:
     from .sandbox_runner import SandboxRunner
 
     runner = SandboxRunner(python=release.python, timeout=timeout, jail=jail)
@@ -190,8 +191,8 @@ def bisect(subject: Subject, releases: Optional[list[Release]] = None, times: in
             results[id(r)] = {"verdict": "error", "signature": "", "reproduced": 0,
                               "times": times, "kind": "", "stage": "", "message": why[:400]}
             continue
-        if r.default and not want and outs[0].get("verdict") == "fail":
-            want = outs[0].get("signature", "") or ""
+        if r.default and not want and outs[0].verdict == "fail":
+            want = outs[0].signature
         results[id(r)] = _judge(outs, want)
     rows = []
     for r in rels:

@@ -21,6 +21,7 @@ from typing import Callable, Optional
 
 from fuzz.choice import RandomChooser
 from fuzz.generate import generate
+from fuzz.outcome import Outcome
 
 from fuzz.signature import bug_id, short
 from .variants import BASE, nvcc_available, random_variant
@@ -88,7 +89,7 @@ def make_tir_case(seed: int, mode: str, schedules: bool, features: Optional[dict
     return prog
 
 
-def _worth_reducing(prog, outcome: dict) -> bool:
+def _worth_reducing(prog, outcome: Outcome) -> bool:
     """Only a new bug's bucket is reduced in the background: a known bug or a mutant's
     expected refusal needs no report (``tvmfuzz reduce`` still reduces one on request)."""
     from fuzz.triage import NEW, auto_status
@@ -96,12 +97,12 @@ def _worth_reducing(prog, outcome: dict) -> bool:
     return auto_status(prog, outcome)[0] == NEW
 
 
-def freeze_schedule(prog, outcome: dict) -> None:
+def freeze_schedule(prog, outcome: Outcome) -> None:
     """Replace a case's random-schedule seed by the steps it applied, so replays, reductions
     and other TVM releases apply exactly those steps."""
     sched = prog.meta.get("schedule")
     if sched and "applied" not in sched:
-        steps = (outcome.get("extra") or {}).get("schedule")
+        steps = outcome.extra.get("schedule")
         if steps is not None:
             prog.meta["schedule"] = {"applied": steps, "seed": sched.get("seed")}
 
@@ -126,32 +127,35 @@ def release_features(python: Optional[str] = None) -> dict:
         return {}
 
 
-def reproduction(runner, prog, outcome: dict, replays: int, stop=None) -> dict:
-    """Replay a failing case so the finding carries how reliably it reproduces."""
-    sig = outcome.get("signature", "")
+def reproduction(runner, prog, outcome: Outcome, replays: int, stop=None) -> dict:
+    """Replay a failing case so the finding carries how reliably it reproduces (its
+    ``Outcome.reproduction``)."""
+    sig = outcome.signature
     same = ran = 1
     for _ in range(replays - 1):
         if stop is not None and stop.is_set():
             break   # the campaign's time is up: a hang's replays would cost a timeout each
         ran += 1
-        same += runner(prog).get("signature", "") == sig
+        same += runner(prog).signature == sig
     return {"reproduced": same, "replays": ran, "rate": round(same / ran, 3)}
 
 
-def save_case(out_dir: Path, prog, outcome: dict, script: str) -> Path:
-    """Write a failing case as JSON (canonical), TVMScript (for people) and its outcome."""
+def save_case(out_dir: Path, prog, outcome: Outcome, script: str) -> Path:
+    """Write a failing case as JSON (canonical), TVMScript (for people) and its outcome
+    (``to_json()``, with ``script_error`` where the case could not be printed)."""
     from .sandbox_runner import ScriptFailure
 
-    kind = outcome.get("kind") or "unknown"
+    kind = outcome.kind or "unknown"
     d = out_dir / "findings" / kind
     d.mkdir(parents=True, exist_ok=True)
     stem = d / f"case_{prog.meta.get('seed', 0):06d}"
     _write(stem.with_suffix(".json"), prog.dumps())
+    record = outcome.to_json()
     if isinstance(script, ScriptFailure):
-        outcome = dict(outcome, script_error=str(script))
+        record["script_error"] = str(script)
     else:
         _write(stem.with_suffix(".py"), script)
-    _write(stem.with_suffix(".outcome.json"), json.dumps(outcome, indent=1))
+    _write(stem.with_suffix(".outcome.json"), json.dumps(record, indent=1))
     return stem
 
 
@@ -205,19 +209,19 @@ class Stats:
     bugs: dict = field(default_factory=dict)
     user_verdicts: dict = field(default_factory=dict)   # `tvmfuzz triage`'s, by bug id
 
-    def add(self, prog, outcome: dict) -> None:
-        v = outcome.get("verdict", "fail")
+    def add(self, prog, outcome: Outcome) -> None:
+        v = outcome.verdict
         self.verdicts[v] += 1
         self.irs[prog.ir] += 1
         self.ops.update(prog.ops())
-        steps = (outcome.get("extra") or {}).get("schedule") or []
+        steps = outcome.extra.get("schedule") or []
         for prim in sorted({s.get("prim", "?") for s in steps}):
             entry = self.primitives.setdefault(prim, [0, 0])
             entry[0] += 1
             entry[1] += v == "fail"
         if v == "fail":
-            self.kinds[outcome.get("kind", "")] += 1
-            sig = outcome.get("signature", "")
+            self.kinds[outcome.kind] += 1
+            sig = outcome.signature
             entry = self.signatures.setdefault(sig, [0, prog.meta.get("seed")])
             entry[0] += 1
             from fuzz.triage import auto_status, root_key
@@ -346,11 +350,11 @@ def _worker(cfg: CampaignConfig, plan: SeedPlan, results: queue.Queue, stop: thr
             for prog, outcome in zip(progs, outcomes):
                 # Replays draw the same schedule from the case seed; Recorder.record freezes
                 # the applied steps into the case it saves.
-                if outcome.get("verdict") == "fail" and cfg.replays > 1:
-                    outcome["reproduction"] = reproduction(runner, prog, outcome, cfg.replays,
-                                                           stop)
+                if outcome.verdict == "fail" and cfg.replays > 1:
+                    outcome.reproduction = reproduction(runner, prog, outcome, cfg.replays,
+                                                        stop)
             scripts = runner.scripts([p for p, o in zip(progs, outcomes)
-                                      if o.get("verdict") in ("fail", "invalid")])
+                                      if o.verdict in ("fail", "invalid")])
             results.put((seeds[0], progs, outcomes, iter(scripts)))
     except Exception as e:  # noqa: BLE001 - reported by the main thread, never swallowed
         results.put(("error", e))
@@ -407,24 +411,24 @@ class Recorder:
         if cfg.reduce is not None and store is not None:
             self.reducer = cfg.reduce(cfg.out_dir, echo, cfg.tvm_python)
 
-    def record(self, plan: SeedPlan, first: int, progs, outcomes, scripts,
+    def record(self, plan: SeedPlan, first: int, progs, outcomes: list[Outcome], scripts,
                tvm_version: Optional[str] = None) -> None:
         """``scripts``: one per case whose verdict is fail or invalid, in order."""
         scripts = iter(scripts)
         for prog, outcome in zip(progs, outcomes):
             self.stats.add(prog, outcome)
-            if outcome.get("verdict") in ("fail", "invalid"):
+            if outcome.verdict in ("fail", "invalid"):
                 script = next(scripts)
                 freeze_schedule(prog, outcome)
                 save_case(self.cfg.out_dir, prog, outcome, script)
-                if self.store is not None and outcome["verdict"] == "fail":
+                if self.store is not None and outcome.verdict == "fail":
                     bucket, new = self.store.add_finding(
                         prog, outcome, script, tvm_version=tvm_version or self.vers["tvm"],
                         tvmfuzz_version=self.vers["tvmfuzz"])
                     if new and not self.display.live:
-                        self.echo(f"new bucket {bucket}: {short(outcome['signature'])}")
+                        self.echo(f"new bucket {bucket}: {short(outcome.signature)}")
                     if new and self.reducer is not None and _worth_reducing(prog, outcome):
-                        self.reducer.submit(bucket, prog, outcome["signature"])
+                        self.reducer.submit(bucket, prog, outcome.signature)
         plan.done(first)
         self.checkpoint(plan)
 

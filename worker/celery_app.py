@@ -191,12 +191,14 @@ def _execute(batch: dict) -> dict:
     outcomes = runner.run_many(progs)
     replays = int(batch.get("replays", 1))
     for prog, outcome in zip(progs, outcomes):
-        if outcome.get("verdict") == "fail" and replays > 1:
-            outcome["reproduction"] = reproduction(runner, prog, outcome, replays)
-    kept = [p for p, o in zip(progs, outcomes) if o.get("verdict") in ("fail", "invalid")]
+        if outcome.verdict == "fail" and replays > 1:
+            outcome.reproduction = reproduction(runner, prog, outcome, replays)
+    kept = [p for p, o in zip(progs, outcomes) if o.verdict in ("fail", "invalid")]
     scripts = [{"script_error": str(s)} if isinstance(s, ScriptFailure) else {"script": s}
                for s in runner.scripts(kept)]
-    return {"outcomes": outcomes, "scripts": scripts, "tvm": runner.sandbox.hello.get("tvm")}
+    # The reply is JSON (Redis, then the coordinator's Outcome.from_json).
+    return {"outcomes": [o.to_json() for o in outcomes], "scripts": scripts,
+            "tvm": runner.sandbox.hello.get("tvm")}
 
 
 def _push(key: str, reply: dict, patient: bool = True) -> None:

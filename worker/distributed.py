@@ -300,11 +300,14 @@ class Coordinator:
                                   f"last: {why}")
             self._resubmit(bid, f"worker error: {why[:200]}")
             return
+        from fuzz.outcome import Outcome
+
         from .sandbox_runner import ScriptFailure
 
         scripts = [s["script"] if "script" in s else ScriptFailure(s.get("script_error", ""))
                    for s in reply.get("scripts", [])]
-        self.rec.record(self.plan, p.first, p.progs, reply["outcomes"], scripts,
+        outcomes = [Outcome.from_json(o) for o in reply["outcomes"]]   # the worker's to_json()
+        self.rec.record(self.plan, p.first, p.progs, outcomes, scripts,
                         tvm_version=reply.get("tvm"))
         self.counts["batches"] += 1
         self.workers.add(reply.get("worker", "?").split("/")[0])

@@ -25,12 +25,12 @@ def _judge(job: dict) -> dict:
     is raised as MemoryError, so the sandbox reports it as ``oom`` whatever the case's kind."""
     from worker.cases import judge
 
-    out = judge(job).to_json()
-    text = f"{out['error_type']} {out['message']}".lower()
-    if out["verdict"] == "fail" and (out["error_type"] == "MemoryError"
-                                    or any(t in text for t in _OOM_TEXT)):
-        raise MemoryError(f"{out['stage']}: {out['error_type']}: {out['message']}")
-    return out
+    o = judge(job)
+    text = f"{o.error_type} {o.message}".lower()
+    if o.verdict == "fail" and (o.error_type == "MemoryError"
+                                or any(t in text for t in _OOM_TEXT)):
+        raise MemoryError(f"{o.stage}: {o.error_type}: {o.message}")
+    return o.to_json()   # the child's answer is JSON (outcome_from_result reads it back)
 
 
 def _print(job: dict) -> dict:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from fuzz.outcome import Outcome
 from fuzz.signature import bug_id, bug_key, signature_id
 from fuzz.triage import NEW, auto_status, root_key
 
@@ -26,10 +27,10 @@ def load_job(path: Path) -> dict:
     return cases.job(value)
 
 
-def _bug(path: Path, job: dict, outcome: dict) -> dict:
+def _bug(path: Path, job: dict, outcome: Outcome) -> dict:
     """The bug a failing outcome belongs to (id, key) and its status with the reason, as the
     corpus and campaigns would file it; a TVMScript file has no case to match known bugs on."""
-    if outcome.get("verdict") != "fail":
+    if outcome.verdict != "fail":
         return {"bug_id": "", "bug_key": "", "status": "", "reason": ""}
     if job["kind"] == "case":
         prog = read_input(path)[1]
@@ -49,12 +50,13 @@ def replay_file(path: Path, times: int = 3, timeout: float = 120.0,
     finally:
         runner.close()
     first = outcomes[0]
-    sigs = collections.Counter(o.get("signature", "") for o in outcomes)
+    sigs = collections.Counter(o.signature for o in outcomes)
     bug = _bug(path, job, first)
-    return {"file": str(path), "verdict": first["verdict"], "kind": first.get("kind", ""),
-            "stage": first.get("stage", ""), "signature": first.get("signature", ""),
-            "signature_id": signature_id(first["signature"]) if first.get("signature") else "",
+    # What `tvmfuzz replay --format json` prints: the first outcome as its JSON.
+    return {"file": str(path), "verdict": first.verdict, "kind": first.kind,
+            "stage": first.stage, "signature": first.signature,
+            "signature_id": signature_id(first.signature) if first.signature else "",
             **bug,
-            "message": first.get("message", ""), "throw_site": first.get("throw_site", ""),
-            "reproduced": sigs[first.get("signature", "")], "times": times,
-            "signatures": dict(sigs), "outcome": first}
+            "message": first.message, "throw_site": first.throw_site,
+            "reproduced": sigs[first.signature], "times": times,
+            "signatures": dict(sigs), "outcome": first.to_json()}

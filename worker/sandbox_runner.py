@@ -6,7 +6,7 @@ import re
 import sys
 
 from .sandbox import Sandbox
-from fuzz.signature import signature
+from fuzz.outcome import Outcome
 from .variants import Variant
 
 # Sandbox statuses that are findings in their own right, as (kind, error_type).
@@ -14,23 +14,22 @@ _DEATHS = {"signal": "signal", "timeout": "hang", "oom": "oom", "exit": "crash",
            "error": "crash", "lost": "lost"}
 
 
-def outcome_from_result(res: dict, target: str = "llvm") -> dict:
-    """The Outcome dict of one sandbox result (a death becomes a finding of its own kind,
-    placed by the child's last breadcrumb: stage, variant, pass, schedule step)."""
+def outcome_from_result(res: dict, target: str = "llvm") -> Outcome:
+    """The Outcome of one sandbox result (the child's ``to_json()`` read back; a death becomes
+    a finding of its own kind, placed by the child's last breadcrumb: stage, variant, pass,
+    schedule step)."""
     if res.get("status") == "ok":
-        return res["result"]
+        return Outcome.from_json(res["result"])
     status = res.get("status", "lost")
     where = res.get("where") or {}
     err = res.get("signal_name") or (f"exit {res['exit_code']}" if "exit_code" in res else "")
     if status == "error":
         # A Python exception escaped the judging code: tvmfuzz's own defect, never TVM's bug.
-        out = {"verdict": "invalid", "kind": "tvmfuzz_error", "stage": "sandbox",
-               "error_type": _last_line(res.get("error")).split(":")[0],
-               "message": _last_line(res.get("error")), "throw_site": "",
-               "detail": (res.get("error") or "")[-4000:], "seconds": res.get("seconds", 0.0),
-               "target": target, "extra": {}}
-        out["signature"] = signature(out)
-        return out
+        return Outcome("invalid", "tvmfuzz_error", "sandbox",
+                       error_type=_last_line(res.get("error")).split(":")[0],
+                       message=_last_line(res.get("error")), throw_site="",
+                       detail=(res.get("error") or "")[-4000:],
+                       seconds=res.get("seconds", 0.0), target=target, extra={})
     kind = _DEATHS.get(status, "crash")
     message = {"signal": f"killed by {err}", "timeout": "no result within the time limit",
                "oom": "ran out of memory under the sandbox limit"}.get(
@@ -59,12 +58,9 @@ def outcome_from_result(res: dict, target: str = "llvm") -> dict:
     native = native_frames(res.get("stderr_tail", ""))
     if native:
         extra["native_frames"] = native
-    out = {"verdict": "fail", "kind": kind, "stage": where.get("stage") or "sandbox",
-           "error_type": err, "message": message, "throw_site": "",
-           "detail": res.get("stderr_tail", "")[-4000:], "seconds": res.get("seconds", 0.0),
-           "target": target, "extra": extra}
-    out["signature"] = signature(out)
-    return out
+    return Outcome("fail", kind, where.get("stage") or "sandbox", error_type=err,
+                   message=message, throw_site="", detail=res.get("stderr_tail", "")[-4000:],
+                   seconds=res.get("seconds", 0.0), target=target, extra=extra)
 
 
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+) in (\S+)', re.M)
@@ -119,10 +115,10 @@ class SandboxRunner:
 
         return job(prog)
 
-    def __call__(self, prog) -> dict:
+    def __call__(self, prog) -> Outcome:
         return outcome_from_result(self.sandbox.run(self.job(prog)))
 
-    def run_many(self, progs) -> list[dict]:
+    def run_many(self, progs) -> list[Outcome]:
         return [outcome_from_result(r) for r in self.sandbox.run_many([self.job(p) for p in progs])]
 
     def scripts(self, progs) -> list:
@@ -152,10 +148,10 @@ class ScriptFailure(str):
 class InProcessRunner:
     """Runs cases in this process: only for debugging, a crash takes the caller down."""
 
-    def __call__(self, prog) -> dict:
+    def __call__(self, prog) -> Outcome:
         from .cases import job, judge
 
-        return judge(job(prog)).to_json()
+        return judge(job(prog))
 
 
 def default_runner():

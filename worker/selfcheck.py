@@ -76,11 +76,10 @@ def check_op(op: str, seeds=range(10), run: bool = True, runner=None) -> list[Pr
             if own:
                 runner.close()
         for prog, o in zip(progs, outcomes):
-            if o["verdict"] != "pass":
-                what = o.get("kind") if o.get("kind") not in ("crash", "signal", "hang") \
-                    else o.get("stage")
+            if o.verdict != "pass":
+                what = o.kind if o.kind not in ("crash", "signal", "hang") else o.stage
                 problems.append(Problem(op, prog.meta["seed"], what,
-                                        f"{o.get('error_type')}: {o.get('message')}"[:500], prog))
+                                        f"{o.error_type}: {o.message}"[:500], prog))
     return problems
 
 

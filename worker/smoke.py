@@ -117,14 +117,14 @@ def run_smoke(budget_s: float, out_dir: Path, seed: int = 0, cases: Optional[int
                     v["extra_passes"] = list(extra_passes)
                 case_hashes.append(hashlib.sha256(p.dumps().encode()).hexdigest()[:16])
             for prog, outcome in zip(progs, runner.run_many(progs)):
-                if outcome.get("verdict") != "fail":
+                if outcome.verdict != "fail":
                     continue
-                sid = signature_id(outcome["signature"])
+                sid = signature_id(outcome.signature)
                 if sid not in found:
                     stem = save_case(out_dir, prog, outcome, runner.scripts([prog])[0])
                     status, why = auto_status(prog, outcome)
                     key = root_key(prog, outcome)
-                    found[sid] = {"signature": outcome["signature"], "outcome": outcome,
+                    found[sid] = {"signature": outcome.signature, "outcome": outcome,
                                   "case": str(stem.with_suffix(".json")), "seed": prog.meta["seed"],
                                   "count": 0, "bug_id": bug_id(key),
                                   "bug_key": key, "status": status, "reason": why}
@@ -199,10 +199,10 @@ def write_junit(path: Path, found: dict, known: dict, n_cases: int) -> None:
         else:
             o = f["outcome"]
             rows.append(f'  <testcase classname="tvmfuzz.smoke" name={name}>'
-                        f'<failure message={quoteattr(o.get("message", "")[:300])} '
-                        f'type={quoteattr(o.get("kind", ""))}>'
+                        f'<failure message={quoteattr(o.message[:300])} '
+                        f'type={quoteattr(o.kind)}>'
                         f'{escape(f["signature"])}\ncase: {escape(f["case"])}\n'
-                        f'{escape(o.get("detail", "")[-2000:])}</failure></testcase>')
+                        f'{escape(o.detail[-2000:])}</failure></testcase>')
     rows.append('  <testcase classname="tvmfuzz.smoke" name="cases run"/>')
     path.write_text('<?xml version="1.0" encoding="UTF-8"?>\n'
                     f'<testsuite name="tvmfuzz smoke" tests="{len(found) + 1}" '
@@ -217,13 +217,13 @@ def write_sarif(path: Path, found: dict, known: dict, tvm_version: str) -> None:
     for sid, f in found.items():
         o = f["outcome"]
         fails = f.get("fails", sid not in known)
-        rules.append({"id": sid, "name": o.get("kind", "finding"),
+        rules.append({"id": sid, "name": o.kind,
                       "shortDescription": {"text": f["signature"][:200]},
                       "fullDescription": {"text": f["signature"]},
-                      "properties": {"kind": o.get("kind"), "stage": o.get("stage")}})
+                      "properties": {"kind": o.kind, "stage": o.stage}})
         loc = {"physicalLocation": {"artifactLocation": {"uri": Path(f["case"]).as_posix()}}}
-        if o.get("throw_site"):
-            file, _, line = o["throw_site"].rpartition(":")
+        if o.throw_site:
+            file, _, line = o.throw_site.rpartition(":")
             tvm_loc = {"physicalLocation": {
                 "artifactLocation": {"uri": file, "uriBaseId": "TVMSRC"},
                 "region": {"startLine": int(line) if line.isdigit() else 1}}}
@@ -233,11 +233,11 @@ def write_sarif(path: Path, found: dict, known: dict, tvm_version: str) -> None:
         results.append({
             "ruleId": sid, "level": "error" if fails else "note",
             "baselineState": "new" if fails else "unchanged",
-            "message": {"text": f"{o.get('kind')} at {o.get('stage')}: {o.get('message', '')}"[:1000]},
+            "message": {"text": f"{o.kind} at {o.stage}: {o.message}"[:1000]},
             "locations": locations,
             "partialFingerprints": {"tvmfuzzSignature/v1": sid,
                                     **({"tvmfuzzBug/v1": f["bug_id"]} if f.get("bug_id") else {})},
-            "properties": {"count": f["count"], "seed": f["seed"], "target": o.get("target"),
+            "properties": {"count": f["count"], "seed": f["seed"], "target": o.target,
                            **{k: f[k] for k in ("bug_id", "status", "why") if k in f}}})
     sarif = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
+
+from ..signature import outcome_fields
+
+if TYPE_CHECKING:
+    from ..outcome import Outcome
 
 
 @dataclass(frozen=True)
@@ -171,9 +176,11 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
 ]
 
 
-def explain(program, outcome: dict):
-    """The known bug that explains a failing outcome of ``program``, or None: some op of the
-    program matches an entry for the outcome's stage (numeric, roundtrip, build, run...)."""
+def explain(program, outcome: Outcome | dict):
+    """The known bug that explains a failing outcome of ``program`` (an ``Outcome`` or its
+    stored JSON), or None: some op of the program matches an entry for the outcome's stage
+    (numeric, roundtrip, build, run...)."""
+    outcome = outcome_fields(outcome)
     what = outcome.get("kind") if outcome.get("kind") in ("numeric", "roundtrip") \
         else outcome.get("stage")
     text = outcome.get("detail") if what == "numeric" else \

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from fuzz.model import Program
+from fuzz.outcome import Outcome
 
 from ...hints import op_hints
 from ...retype import frozen_nodes, uniform_dtypes
@@ -23,7 +24,8 @@ class ModelContext:
     check_reference: bool = False                  # the original runs in the numpy reference
 
     @staticmethod
-    def of(prog: Program, outcome: Optional[dict] = None) -> "ModelContext":
+    def of(prog: Program, outcome: Optional[Outcome] = None) -> "ModelContext":
+        """``outcome``: the original's (None under --interesting: nothing was judged)."""
         from fuzz import reference
         from fuzz.inputs import make_inputs
 
@@ -36,10 +38,10 @@ class ModelContext:
                 ok = True
         except Exception:  # noqa: BLE001 - then the reference is no filter for this case
             pass
-        outcome = outcome or {}
-        return ModelContext(frozen_nodes(prog), outcome.get("extra", {}).get("variant"),
-                            outcome.get("kind", ""), op_hints(outcome), uniform_dtypes(prog),
-                            env, ok)
+        return ModelContext(frozen_nodes(prog),
+                            outcome.extra.get("variant") if outcome is not None else None,
+                            outcome.kind if outcome is not None else "", op_hints(outcome),
+                            uniform_dtypes(prog), env, ok)
 
 
 def reference_ok(prog: Program) -> bool:
