@@ -80,3 +80,21 @@ def test_unsafe_text_never_becomes_a_job():
 def test_a_value_that_is_no_case_is_refused():
     with pytest.raises(TypeError, match="not a case"):
         cases.job(42)
+
+
+def test_a_pinned_schedule_replays_its_steps_and_a_gone_step_is_no_finding():
+    """A "scheduled" variant with recorded steps (the reducer's pin) applies exactly them;
+    a step whose function is gone from a smaller candidate makes the case invalid, never a
+    TVM bug."""
+    prog = _scheduled_program(7)
+    drawn = cases.judge(cases.job(prog))
+    steps = drawn.extra["schedule"]
+    assert steps
+    prog.meta["variants"][1]["schedule_steps"] = steps
+    pinned = cases.judge(cases.job(prog))
+    assert (pinned.verdict, pinned.kind, pinned.message) == (
+        drawn.verdict, drawn.kind, drawn.message)
+    assert pinned.extra["schedule"] == steps
+    prog.meta["variants"][1]["schedule_steps"] = [dict(steps[0], func="gone")]
+    gone = cases.judge(cases.job(prog))
+    assert (gone.verdict, gone.kind, gone.error_type) == ("invalid", "generator", "StepRefused")

@@ -81,27 +81,35 @@ class _ModelCase(CaseKind):
     def _variants(job: dict, prog) -> Optional[list]:
         return job.get("variants") or prog.meta.get("variants")
 
+    def judge(self, job: dict) -> Outcome:
+        prog = self._program(job)
+        return self._judge_program()(prog, variants=self._variants(job, prog),
+                                     input_seed=job.get("input_seed", 0))
+
+    @staticmethod
+    def _judge_program():
+        """The kind's judge of a program model (imported in the child only)."""
+        raise NotImplementedError
+
 
 class RelaxCase(_ModelCase):
     name, ir = "relax", "relax"
 
-    def judge(self, job: dict) -> Outcome:
+    @staticmethod
+    def _judge_program():
         from .execute import compile_and_run
 
-        prog = self._program(job)
-        return compile_and_run(prog, variants=self._variants(job, prog),
-                               input_seed=job.get("input_seed", 0))
+        return compile_and_run
 
 
 class TirCase(_ModelCase):
     name, ir = "tir", "tir"
 
-    def judge(self, job: dict) -> Outcome:
+    @staticmethod
+    def _judge_program():
         from .tir_execute import run_tir_case
 
-        prog = self._program(job)
-        return run_tir_case(prog, variants=self._variants(job, prog),
-                            input_seed=job.get("input_seed", 0))
+        return run_tir_case
 
 
 class ScriptCase(CaseKind):

@@ -277,37 +277,19 @@ LAST_SCHEDULE: list = []
 LAST_REFUSED: list = []
 
 
-def _random_schedule(seed: int):
-    import random
-
+def _recorded(apply):
+    """The "scheduled" pipeline's step around ``apply(mod) -> (new_mod, steps)``: the steps it
+    applied go to LAST_SCHEDULE, the one that crashed too (apply_schedule and random_schedule
+    attach it); a recorded step that no longer applies (StepRefused: its function, block or
+    loop is gone) goes to LAST_REFUSED, which the judge calls invalid: the case changed, TVM
+    did nothing wrong."""
     from . import tir_schedule as TS
 
-    def random_schedule(mod):
-        LAST_SCHEDULE.clear()
-        try:
-            new, applied = TS.random_schedule(mod, random.Random(seed), steps=4)
-        except BaseException as e:
-            # The step that crashed counts too (random_schedule attaches it).
-            step, before = TS.failed_step(e)
-            LAST_SCHEDULE.extend(before + ([step] if step else []))
-            raise
-        LAST_SCHEDULE.extend(applied)
-        return new
-
-    return random_schedule
-
-
-def _replay_schedule(steps: list):
-    """The "scheduled" pipeline's step for recorded steps: replayed exactly, recorded as a
-    draw is. A step that no longer applies (its function, block or loop is gone) raises
-    StepRefused, which the judge calls invalid: the case changed, TVM did nothing wrong."""
-    from . import tir_schedule as TS
-
-    def replay(mod):
+    def schedule(mod):
         LAST_SCHEDULE.clear()
         LAST_REFUSED.clear()
         try:
-            new = TS.apply_schedule(mod, steps)
+            new, applied = apply(mod)
         except TS.StepRefused as e:
             LAST_REFUSED.append(str(e))   # TVM's FFI hands it back as another type
             raise
@@ -315,10 +297,27 @@ def _replay_schedule(steps: list):
             step, before = TS.failed_step(e)
             LAST_SCHEDULE.extend(before + ([step] if step else []))
             raise
-        LAST_SCHEDULE.extend(steps)
+        LAST_SCHEDULE.extend(applied)
         return new
 
-    return replay
+    return schedule
+
+
+def _random_schedule(seed: int):
+    """A random schedule drawn from ``seed`` (4 tries per PrimFunc); refused draws are
+    skipped inside random_schedule, so LAST_REFUSED stays empty."""
+    import random
+
+    from . import tir_schedule as TS
+
+    return _recorded(lambda mod: TS.random_schedule(mod, random.Random(seed), steps=4))
+
+
+def _replay_schedule(steps: list):
+    """Recorded steps replayed exactly (a reducer's pinned schedule)."""
+    from . import tir_schedule as TS
+
+    return _recorded(lambda mod: (TS.apply_schedule(mod, steps), steps))
 
 
 def build(mod, v: Variant, schedule=None):
