@@ -335,6 +335,10 @@ _ACCESS_INDICES = re.compile(r"undefined variable \$ at \.\.\.indices\b|"
                              r"\bTIR Tensor(?:Load|Store)\b.* indexes N-dimensional buffer \$ "
                              r"with N indices")
 ACCESS_INDICES = "TIR is ill-formed: a buffer access with a wrong index list"
+# The same rewrite reaching another block's access region (its T.reads/T.writes) shows the
+# variable at ``...reads[0].region[0].min.a``, which the signature collapses to ``...a``:
+# read where the raw message still says so.
+_ACCESS_REGION = re.compile(r"undefined variable \S+ at \S*\.(?:reads|writes)\[\d+\]\.region\b")
 
 
 def _numeric_root(key: str) -> str:
@@ -397,8 +401,9 @@ def bug_key(outcome: Outcome | dict) -> str:
             parts.append(" ".join([f"Check failed: {msg[a:b]}"] + ops))
         else:
             extra = outcome.get("extra") or {}
-            if (extra.get("failing_pass") or _primitive(outcome)) and \
-                    _ACCESS_INDICES.search(msg):
+            if (extra.get("failing_pass") or _primitive(outcome)) and (
+                    _ACCESS_INDICES.search(msg)
+                    or _ACCESS_REGION.search(outcome.get("message") or "")):
                 msg = ACCESS_INDICES
             # TVM's well-formedness messages end with where in the IR the definition or use
             # is (`at ...alloc_buffers`, `at ...var`, `at ...indices`): one primitive's one

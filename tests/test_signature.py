@@ -366,6 +366,11 @@ def test_a_wrong_index_list_a_primitive_left_is_one_bug_however_the_verifier_wor
                    "1-dimensional buffer p1_reindex with 0 indices.", which="write")
     assert bug_id(after) == bug_id(before) and signature(after) != signature(before)
     assert "reindex" in bug_key(after)
+    # another block's access region (campaign seed 90000, bucket 409c18d02352): the same
+    # rewrite, which the signature's collapsed place ("at ...a") no longer shows
+    region = crash(f"ValueError: Invalid use of undefined variable j5 at {root}.seq[1].block"
+                   ".reads[0].region[0].min.a.")
+    assert bug_id(region) == bug_id(after)
     operand = crash(f"ValueError: Invalid use of undefined variable v1 at {root}.seq[0].a.")
     assert bug_id(operand) != bug_id(after)
     assert bug_id(crash(before["message"], prim="transform_layout")) != bug_id(before)
