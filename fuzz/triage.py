@@ -204,6 +204,11 @@ def known_reason(prog, outcome: Outcome | dict) -> Optional[str]:
     scheduled = outcome.get("kind") == "numeric" and isinstance(
         (outcome.get("extra") or {}).get("guilty_step"), dict)
     why = None if scheduled else _op_reason(prog, outcome)
+    if scheduled and getattr(prog, "ir", "relax") == "tir":
+        from fuzz.tir.build import known_schedule_bug
+
+        why = known_schedule_bug(prog, outcome["extra"]["guilty_step"])
+        why = f"fuzz/tir/build.known_bug: {why}" if why else None
     if why:
         return why
     bug = schedule_known_bug(outcome)

@@ -491,3 +491,27 @@ def test_a_wrong_result_a_schedule_step_made_is_no_ops_known_bug():
     assert known_reason(prog, o) is None
     o["extra"].pop("guilty_step")
     assert known_reason(prog, dict(o, kind="crash", stage="build", message=o["detail"]))
+
+
+def test_a_vectorized_block_local_buffer_is_the_known_local_scalar_defect():
+    """Campaign seed 90000 (bucket 84bf5cfa6eea): a schedule vectorized the loop of a block
+    that allocates its own uint8[8]; every lane shares it. That is the known local-scalar
+    defect, found through the step that made the result wrong (a wrong result a guilty step
+    made is otherwise no construct's known bug); another guilty step is not it."""
+    import json
+    from pathlib import Path
+
+    from fuzz.model import Program
+    from fuzz.triage import auto_status
+
+    prog = Program.from_json(json.loads(
+        (Path(__file__).parent / "data" / "tir_vectorized_block_local.json").read_text()))
+    out = {"verdict": "fail", "kind": "numeric", "stage": "compare",
+           "message": "p1[0, 0, 0]: got np.int32(8) want np.int32(3)",
+           "extra": {"numeric_key": "tir int32 after vectorize",
+                     "guilty_step": {"func": "main", "prim": "vectorize", "block": "b7",
+                                     "loop": 0}}}
+    status, why = auto_status(prog, out)
+    assert status == "known" and "vectorized loop" in why, why
+    out["extra"]["guilty_step"] = {"func": "main", "prim": "unroll", "block": "b13", "loop": 1}
+    assert auto_status(prog, out)[0] == "new"

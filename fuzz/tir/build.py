@@ -14,7 +14,7 @@ from typing import Optional
 import numpy as np
 
 from .. import compat
-from .model import Block, For, If, Let, Store, TirProgram, expr_nodes, walk
+from .model import Alloc, Block, For, If, Let, Store, TirProgram, expr_nodes, walk
 from .reference import first_mismatch, make_inputs
 from .render import to_tvmscript
 
@@ -137,10 +137,9 @@ def known_bug(prog: TirProgram, error: Optional[str] = None) -> Optional[str]:
             return ("Let bound to T.if_then_else in a vectorized loop: 0.25 leaves the loop "
                     "variable free (0.26/0.27 miscompile it instead)")
         return None
-    for s in walk(prog.body):
-        if isinstance(s, For) and s.kind == "vectorized" and _scalar_let(s.body):
-            return ("local scalar (x: T.float32 = v) in a vectorized loop: every lane reads "
-                    "the last lane's value")
+    if any(isinstance(s, For) and s.kind == "vectorized" and _scalar_let(s.body)
+           for s in walk(prog.body)) or _vectorized_local_alloc(prog):
+        return LOCAL_SCALAR_VECTORIZED
     if _vector_let_ite(prog):
         return ("Let bound to T.if_then_else in a vectorized loop: every lane gets the else "
                 "value (0.26/0.27; e.g. x = if_then_else(i < 5, A[i], 0); B[i] = x)")
@@ -152,6 +151,30 @@ def known_bug(prog: TirProgram, error: Optional[str] = None) -> Optional[str]:
         return ("constant folding of a cast to bool truncates: Cast(bool, 0.5) folds to False "
                 "while the same cast at run time gives True")
     return None
+
+
+LOCAL_SCALAR_VECTORIZED = ("local scalar (x: T.float32 = v) in a vectorized loop: every lane "
+                           "reads the last lane's value")
+
+
+def known_schedule_bug(prog: TirProgram, step: dict) -> Optional[str]:
+    """The known defect a schedule step met in ``prog`` (the step that made a result wrong),
+    or None. Vectorizing the loop of a block that allocates its own buffer (a local scalar,
+    or a ``T.sblock_alloc_buffer``) is the local scalar's defect: one buffer for all lanes
+    (campaign seed 90000, bucket 84bf5cfa6eea: a block-local uint8[8] written per lane, read
+    back as the last lane's)."""
+    if step.get("prim") != "vectorize":
+        return None
+    for b in walk(prog.body):
+        if isinstance(b, Block) and b.name == step.get("block") and (_scalar_let(b.body) or any(
+                isinstance(x, Alloc) and x.buf.how == "alloc" for x in walk(b.body))):
+            return LOCAL_SCALAR_VECTORIZED
+    return None
+
+
+def _vectorized_local_alloc(prog: TirProgram) -> bool:
+    return any(known_schedule_bug(prog, step) for step in
+               (prog.meta.get("schedule") or {}).get("applied") or [])
 
 
 def _scalar_let(stmts) -> bool:
