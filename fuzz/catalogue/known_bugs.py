@@ -75,8 +75,16 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
              "full/full_like with dtype bool and a fill other than 0/1 fails to legalize, or "
              "(a fractional fill such as -0.75) truncates it to an integer first and fills "
              "False where numpy's bool(-0.75) is True",
-             when=lambda a: a.get("dtype") == "bool"
+             # dtype None: full_like keeps its input's dtype, which the symptom says was bool
+             when=lambda a: a.get("dtype") in ("bool", None)
              and a.get("fill_value", 0) not in (0, 1, True, False)),
+    KnownBug(("relax.mean",), ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"),
+             r"Binary operators must have the same datatype|all inputs must have the same "
+             r"dtype|tensor_a has different data type",
+             "mean of an integer tensor infers the input's dtype but legalizes to an int64 "
+             "result, so an op consuming it fails re-inference in LegalizeOps (checked: "
+             "LegalizeOps turns mean(int8[6]) into call_tir(..., out_ty=R.Tensor((), int64)))",
+             what=("build",)),
     KnownBug(("relax.nn.pixel_shuffle",), ("*",), r"has no attribute 'pixel_shuffle'",
              "legalization calls topi.nn.pixel_shuffle, which tvm.topi.nn does not export"),
     KnownBug(("relax.concat",), ("*",), r"Cannot convert from type `None` to `int`",
