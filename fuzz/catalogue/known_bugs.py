@@ -117,7 +117,7 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
              "std on integers returns a float32 tensor at run time (typed as the int dtype)",
              what=("numeric",)),
     KnownBug(("relax.median",), ("*",), r"shape \(1,\), expected|outputs, expected|"
-             r"must be TupleType",
+             r"must be TupleType|is instead of type T\.Tuple\(",
              "median: axis=None with keepdims (rank != 1) returns shape (1,); several axes or "
              "axis=[] disagree with the inferred type (tuple vs tensor)",
              what=("numeric", "build"),
