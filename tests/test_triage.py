@@ -515,3 +515,30 @@ def test_a_vectorized_block_local_buffer_is_the_known_local_scalar_defect():
     assert status == "known" and "vectorized loop" in why, why
     out["extra"]["guilty_step"] = {"func": "main", "prim": "unroll", "block": "b13", "loop": 1}
     assert auto_status(prog, out)[0] == "new"
+
+
+def test_an_index_whose_carry_is_a_floordiv_is_the_known_address_fold():
+    """Campaign seed 90000 (bucket c2f4bb124eb9, checked by hand: the build reads
+    p0[floormod(floordiv(i, 4), 7), floormod(i + 3, 4)] at the flat address i + 3): the
+    known floormod address fold, with the carry written as a floordiv. Checked on the
+    reduced case; the same load without the + 3 is not it."""
+    import json
+    from pathlib import Path
+
+    from fuzz.model import Program
+    from fuzz.tir.build import known_bug
+
+    text = (Path(__file__).parent / "data" / "tir_floormod_carry_index.json").read_text()
+    assert "address" in (known_bug(Program.from_json(json.loads(text))) or "")
+    def drop_carry(e):   # floormod(i2 + 3, 4) -> floormod(i2, 4)
+        if isinstance(e, list):
+            if e[:2] == ["bin", "+"] and e[2] == ["var", "i2"] and e[3] == ["const", "int32", 3]:
+                return ["var", "i2"]
+            return [drop_carry(x) for x in e]
+        if isinstance(e, dict):
+            return {k: drop_carry(v) for k, v in e.items()}
+        return e
+
+    plain = drop_carry(json.loads(text))
+    assert plain != json.loads(text)
+    assert known_bug(Program.from_json(plain)) is None

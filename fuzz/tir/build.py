@@ -222,6 +222,13 @@ def _floormod_pair_index(prog: TirProgram) -> bool:
             return a[2][1], e[3][2], a[3][2]
         return None
 
+    def divs(e):    # (v, c) of every floordiv(v, c) inside e: the carry of an outer index
+        if not isinstance(e, (tuple, list)):
+            return []
+        here = [(e[2][1], e[3][2])] if (e[0] == "bin" and e[1] == "floordiv" and
+                                        e[2][0] == "var" and e[3][0] == "const") else []
+        return here + [d for x in e[1:] for d in divs(x)]
+
     for e in _exprs(prog):
         if e[0] != "load":
             continue
@@ -231,4 +238,10 @@ def _floormod_pair_index(prog: TirProgram) -> bool:
             if seen.get((v, c), k) != k:
                 return True
             seen[(v, c)] = k
+        # floormod(floordiv(v, c), m) beside floormod(v + k, c): the same address fold
+        # (campaign seed 90000: p0[floormod(floordiv(i, 4), 7), floormod(i + 3, 4)] read as
+        # the flat address i + 3)
+        carried = {d for i in e[2] for d in divs(i)}
+        if any(k and (v, c) in carried for v, c, k in ks):
+            return True
     return False
