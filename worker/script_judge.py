@@ -76,6 +76,9 @@ class TextInputs:
     def numeric_key(self, index: int) -> str:
         return ""
 
+    def exact(self, v: Variant) -> bool:
+        return True   # no program model to say otherwise: the variant alone decides
+
 
 def judge_script(text: str, variants: list, input_seed: int = 0,
                  near_valid: bool = False, by_name: dict | None = None) -> Outcome:
