@@ -22,6 +22,7 @@ class AutoReducer:
         self.done: list[str] = []
         self.failed: dict[str, str] = {}
         self.stopping = threading.Event()
+        self.current: Optional[str] = None   # the bucket being reduced now
         self.thread = threading.Thread(target=self._loop, daemon=True)
         self.thread.start()
 
@@ -38,6 +39,7 @@ class AutoReducer:
                 bucket, prog, sig = self.todo.get(timeout=0.5)
             except queue.Empty:
                 continue
+            self.current = bucket
             try:
                 red = reduce_case(prog, signature=sig, out_dir=self.out_dir / "reduced" / bucket,
                                   python=self.python or sys.executable,
@@ -51,6 +53,17 @@ class AutoReducer:
                 self.failed[bucket] = str(e).splitlines()[0][:200]
             except Exception as e:  # noqa: BLE001 - a reducer bug must not end the campaign
                 self.failed[bucket] = f"{type(e).__name__}: {e}"[:200]
+            finally:
+                self.current = None
+                self._drop_if_empty(bucket)
+
+    def _drop_if_empty(self, bucket: str) -> None:
+        """A reduction that wrote nothing (it failed, or was still replaying the case when
+        the campaign ended) leaves no empty directory behind to look like a result."""
+        try:
+            (self.out_dir / "reduced" / bucket).rmdir()   # only ever removes an empty one
+        except OSError:
+            pass
 
     def close(self, wait_s: float = 10.0) -> list[str]:
         """Stop taking buckets; give the reduction in progress ``wait_s`` to finish (its best
@@ -58,6 +71,11 @@ class AutoReducer:
         self.stopping.set()
         self.thread.join(wait_s)
         waiting = []
+        busy = self.current
+        if busy is not None and self.thread.is_alive():
+            self._drop_if_empty(busy)
+            if not (self.out_dir / "reduced" / busy).exists():
+                waiting.append(busy)   # cut short before it wrote anything: reduce it later
         while not self.todo.empty():
             waiting.append(self.todo.get_nowait()[0])
         return waiting

@@ -312,3 +312,22 @@ def test_a_pinned_schedule_lets_dead_bindings_and_steps_go(tmp_path):
     steps = red.reduced.meta["variants"][-1]["schedule_steps"]
     assert [s["prim"] for s in steps] == ["loop_partition"], steps
     assert red.outcome.reproduction["reproduced"] == 3
+
+
+def test_a_background_reduction_that_writes_nothing_leaves_no_directory(tmp_path):
+    """The campaign's background reducer: a bucket whose reduction fails before writing
+    anything (here a case that does not fail at all) leaves no empty reduced/<bucket>/ that
+    would look like a result (campaign seed 90000 left one, 89ad49b7a120)."""
+    import time
+
+    from fuzz.generate import generate
+    from reducer.autoreduce import AutoReducer
+
+    auto = AutoReducer(tmp_path, echo=lambda s: None, per_bucket_s=30)
+    auto.submit("b1", generate(3), "")
+    deadline = time.monotonic() + 120
+    while ("b1" not in auto.failed and "b1" not in auto.done) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert auto.close() == []
+    assert "b1" in auto.failed
+    assert not (tmp_path / "reduced" / "b1").exists()
