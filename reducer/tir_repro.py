@@ -160,6 +160,19 @@ BODY = '''        if CASE["schedule"]:
             if bad is not None:
                 bad += f" (fresh memory filled under M_PERTURB {fill:#x})"
                 break
+        if bad is None:
+            # A local (on the stack, out of malloc's reach) read before it is written: fill
+            # the stack where the kernel's locals will be, then run it, for each value.
+            paint = stack_painter()
+            for value in STACK_FILLS:
+                args = [tvm.runtime.tensor(inputs[n]) for n in CASE["params"]]
+                paint(value)
+                lib[CASE["name"]](*args)
+                bad = mismatch({n: a.numpy() for n, a in zip(CASE["params"], args)}, want)
+                if bad is not None:
+                    bad += (f" (the stack filled with {value} just before the kernel: it "
+                            "reads memory nobody wrote)")
+                    break
     if bad is not None:
         print("REPRODUCED: " + bad)
         return 1
@@ -227,17 +240,20 @@ def tir_repro_text(prog, script: str, outcome: Outcome, variant: Optional[dict] 
     import inspect
 
     from worker import tir_passes as TP
+    from worker import uninit
     from worker.tir_execute import call_tir_module
 
     head = HEADER.format(title=title, pip=f"apache-tvm=={ver} numpy" if ver else "apache-tvm numpy",
                          script=repr(text), case=repr(json.dumps(case)))
-    # The worker's own R.call_tir wrapper, pass resolution, target binding and finishing
-    # build, verbatim: the repro builds what the finding built.
+    # The worker's own R.call_tir wrapper, pass resolution, target binding, finishing
+    # build and stack painter, verbatim: the repro builds and runs what the finding did.
     own = "\n\n\n".join(
         ["import ast, re   # the pass names' parser and its constants",
-         f"_NAME = {TP._NAME!r}", f"ALIASES = {TP.ALIASES!r}"]
+         f"_NAME = {TP._NAME!r}", f"ALIASES = {TP.ALIASES!r}",
+         f"STACK_FILLS = {uninit.STACK_FILLS!r}"]
         + [inspect.getsource(o).rstrip() for o in (call_tir_module, TP._literal,
                                                     TP.PassMissing, TP.resolve_pass,
-                                                    TP.apply_passes, TP.finish_build)])
+                                                    TP.apply_passes, TP.finish_build,
+                                                    uninit.stack_painter)])
     return head.replace("\n\ndef arrays(blob):", "\n\n" + own + "\n\n\ndef arrays(blob):",
                         1) + BODY

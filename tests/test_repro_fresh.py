@@ -138,6 +138,9 @@ CASES = {
     # repro.py's schedule without being made while tracing (the trace used to die with it)
     "scheduled_signal": (DATA / "relax_scheduled_reindex_segfault.json", "SIGSEGV"),
     "tir_scheduled_signal": (DATA / "tir_reindex_segfault.json", "SIGSEGV"),
+    # cache_write rewrote an earlier statement's read of p1 into the unwritten local cache:
+    # its repro.py paints the stack before the kernel, so it reproduces in a fresh process
+    "tir_uninitialized_local": (DATA / "tir_cache_write_uninit_local.json", "cache_write"),
 }
 
 

@@ -281,3 +281,39 @@ def test_replays_stop_when_the_campaign_time_is_up():
     assert reproduction(runner, "case", hang, 3, stop) == {
         "reproduced": 1, "replays": 1, "rate": 1.0}
     assert len(calls) == 2
+
+
+def _painted_results(text: str) -> list:
+    import tvm
+
+    from fuzz.model import Program
+    from fuzz.tir import build as TB
+    from fuzz.tir import reference as TR
+    from worker import tir_schedule as TS
+    from worker.tir_execute import _run
+    from worker.uninit import STACK_FILLS, painter
+
+    prog = Program.from_json(__import__("json").loads(text))
+    mod = TS.apply_schedule(TB.materialize_tir(prog), prog.meta["schedule"]["applied"])
+    built = tvm.tirx.build(mod, target="llvm")
+    inputs = TR.make_inputs(prog, 0)
+    return [[float(_run(built, prog, inputs, before=lambda v=v: painter()(v))["p1"][0, 0])
+             for _ in range(2)] for v in STACK_FILLS]
+
+
+def test_a_local_read_before_it_is_written_shows_under_the_stack_painter():
+    """Campaign seeds 80000 and 90000 (bucket 0aaeb5305755): cache_write rewrote a statement's
+    read of p1, before the cached block, into the local cache nobody has written yet. The
+    cache is on the stack, out of malloc's fills' reach, so the result was whatever the last
+    call left there and repro.py did not reproduce in a fresh process. The stack painter puts
+    a chosen value there just before the kernel: the result follows the value, run after run
+    (0.0 and 0.5 give the wrong -4.625, 1e4 and -1e4 the right -3.0)."""
+    from pathlib import Path
+
+    from worker.sandbox import call_forked as forked
+
+    text = (Path(__file__).parent / "data" / "tir_cache_write_uninit_local.json").read_text()
+    r = forked(_painted_results, text)
+    got = r["ok"]
+    assert all(a == b for a, b in got), got          # each value gives one result, again
+    assert len({a for a, _ in got}) > 1, got         # and the result depends on the value

@@ -19,7 +19,7 @@ from typing import Optional
 
 from . import breadcrumb
 from .execute import Outcome, _fail, pass_watch
-from .uninit import reads_uninitialized
+from .uninit import painter, reads_uninitialized
 from .variants import Variant, tvm_target
 
 TIR_STAGES = ("render", "parse", "verify", "schedule", "passes", "build", "run", "reference",
@@ -158,7 +158,9 @@ def run_tir_case(prog, variants: Optional[list] = None, input_seed: int = 0,
             # workspace pool reuses memory between runs). call_tir reruns through the VM.
             uninit = reads_uninitialized(
                 (lambda: _run_call_tir(built, prog, inputs, outs)) if v.pipeline == "call_tir"
-                else (lambda: _run(built, prog, inputs)), got)
+                else (lambda: _run(built, prog, inputs)), got,
+                None if v.pipeline == "call_tir" else
+                (lambda value: _run(built, prog, inputs, before=lambda: painter()(value))))
             return done(Outcome("fail", "numeric", "compare", "", diff.split(";")[0], "", diff,
                                 extra={"numeric_key": key, "reads_uninitialized": uninit}), v)
         if first is not None and exact:
@@ -418,12 +420,17 @@ def _run_call_tir(built, prog, inputs: dict, outs: list) -> dict:
     return got
 
 
-def _run(built, prog, inputs: dict) -> dict:
+def _run(built, prog, inputs: dict, before=None) -> dict:
+    """Run the built PrimFunc on copies of ``inputs``; ``before`` runs just before the
+    kernel, after its arguments are made (the stack painter of worker/uninit.py)."""
     import tvm
 
     arrays = {p.name: tvm.runtime.tensor(inputs[p.name]) for p in prog.params
               if p.name in inputs}
-    built[prog.name](*[arrays[p.name] for p in prog.params if p.name in arrays])
+    args = [arrays[p.name] for p in prog.params if p.name in arrays]
+    if before is not None:
+        before()
+    built[prog.name](*args)
     return {k: a.numpy() for k, a in arrays.items()}
 
 

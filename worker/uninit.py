@@ -7,6 +7,14 @@ numeric finding is run again with another fill: if the outputs move, the finding
 uninitialized memory, and the outcome records it (``extra["reads_uninitialized"]``). It stays
 out of the signature: TVM's workspace pool hands a rerun the memory the first run left, so the
 check can miss, and a signature must not change from one replay to the next.
+
+A small local buffer lives on the stack, where malloc's fill does not reach. ``stack_painter``
+builds a kernel whose own frame holds a large local buffer filled with a chosen value: called
+just before a kernel (from the same place, so at the same stack depth), it leaves that value
+where the kernel's locals will be. A TIR function that reads a local before writing it (a
+cache block cache_write left unwritten) then gives a result that depends on the value,
+deterministically, instead of on whatever the previous call left there. ``stack_painter`` is
+written into TIR repro.py files as it is (reducer/tir_repro.py): only TVM and numpy.
 """
 from __future__ import annotations
 
@@ -18,6 +26,9 @@ import numpy as np
 
 M_PERTURB = -6
 FILLS = (0xA5, 0x3C)   # two fills, neither 0 (fresh pages are already zero)
+# Values left on the stack before a kernel: zero and a fraction (a truth test or an int cast
+# of the garbage reads False / 0), and large values of both signs (True, saturating).
+STACK_FILLS = (0.0, 0.5, 1e4, -1e4)
 
 
 @functools.lru_cache(maxsize=1)
@@ -28,13 +39,21 @@ def _mallopt() -> Optional[Callable]:
         return None
 
 
-def reads_uninitialized(rerun: Callable[[], object], first) -> Optional[bool]:
+def reads_uninitialized(rerun: Callable[[], object], first,
+                        painted: Optional[Callable[[float], object]] = None) -> Optional[bool]:
     """Run ``rerun`` (the same built code on the same inputs) under each fill and compare its
     outputs with ``first``; True when they move, False when they stay, None where malloc
-    cannot be perturbed (not glibc)."""
+    cannot be perturbed (not glibc) and no ``painted`` run was given. ``painted(value)``: the
+    same run with the stack painted with ``value`` just before the kernel (STACK_FILLS)."""
+    if painted is not None:
+        try:
+            if any(not _same(first, painted(v)) for v in STACK_FILLS):
+                return True
+        except Exception:  # noqa: BLE001 - no painter on this release: malloc's fills only
+            pass
     mallopt = _mallopt()
     if mallopt is None:
-        return None
+        return None if painted is None else False
     try:
         for fill in FILLS:
             mallopt(M_PERTURB, fill)
@@ -45,6 +64,12 @@ def reads_uninitialized(rerun: Callable[[], object], first) -> Optional[bool]:
         mallopt(M_PERTURB, 0)
 
 
+@functools.lru_cache(maxsize=1)
+def painter():
+    """This process's stack painter (built once)."""
+    return stack_painter()
+
+
 def _same(a, b) -> bool:
     if isinstance(a, dict):
         return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
@@ -53,3 +78,29 @@ def _same(a, b) -> bool:
             all(_same(x, y) for x, y in zip(a, b))
     x, y = np.asarray(a), np.asarray(b)
     return x.shape == y.shape and x.dtype == y.dtype and np.array_equal(x, y, equal_nan=True)
+
+
+def stack_painter():
+    """``paint(value)``: run a kernel that fills 4 KiB of its own stack frame with ``value``
+    (float32). Call it right before the kernel under test, after its arguments are made."""
+    import numpy as np
+    import tvm
+    from tvm.script import tirx as T
+
+    @T.prim_func
+    def paint(idx: T.Buffer((1,), "int32"), fill: T.Buffer((1,), "float32"),
+              out: T.Buffer((1,), "float32")):
+        T.func_attr({"global_symbol": "paint", "tir.noalias": True})
+        buf = T.alloc_buffer((1024,), "float32", scope="local")
+        for i in range(1024):
+            buf[i] = fill[0]
+        out[0] = buf[idx[0]]   # a read at an index the compiler cannot know keeps every store
+
+    lib = tvm.tirx.build(tvm.IRModule({"paint": paint}), target="llvm")
+    idx = tvm.runtime.tensor(np.array([1023], "int32"))
+    out = tvm.runtime.tensor(np.zeros(1, "float32"))
+
+    def run(value):
+        lib["paint"](idx, tvm.runtime.tensor(np.array([value], "float32")), out)
+
+    return run
