@@ -542,3 +542,23 @@ def test_an_index_whose_carry_is_a_floordiv_is_the_known_address_fold():
     plain = drop_carry(json.loads(text))
     assert plain != json.loads(text)
     assert known_bug(Program.from_json(plain)) is None
+
+
+def test_eye_like_s_ignored_dtype_is_known_whichever_consumer_refuses_it():
+    """eye_like(dtype=...) legalizes to its input's dtype, so whichever op consumes it fails
+    re-inference in LegalizeOps, each in its own words. Campaign seed 95000 met one_hot's
+    ("requires the input indices to have integer dtype"), filed as new (526d9716f36f)."""
+    from fuzz.model import Block, Function, Node, Param, Program, TensorTy
+    from fuzz.triage import auto_status
+
+    f32, i8 = TensorTy([1, 1], "float32"), TensorTy([1, 1], "int8")
+    prog = Program([Function("main", [Param("r1", f32)], [Block(True, [
+        Node("v14", "relax.eye_like", ["r1"], {"k": 0, "dtype": "int8"}, i8),
+        Node("v16", "relax.one_hot", ["v14"], {"on_value": 0.0, "off_value": 0.0,
+                                               "depth": 1, "axis": 0},
+             TensorTy([1, 1, 1], "float32"))])], "v16")], "main", {"mode": "valid"})
+    out = {"verdict": "fail", "kind": "crash", "stage": "build", "error_type": "TypeError",
+           "message": "one_hot op requires the input indices to have integer dtype. However, "
+                      "the given indices dtype is T.float32",
+           "extra": {"failing_pass": "LegalizeOps"}}
+    assert auto_status(prog, out)[0] == "known"

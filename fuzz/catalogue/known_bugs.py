@@ -136,6 +136,7 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
              what=("numeric",)),
     KnownBug(("relax.eye_like",), ("*",), r"requires the input (?:tensor|data) to have|"
              r"Expected (?:integer|boolean) argument|Binary operators must have the same datatype|"
+             r"requires the input indices to have integer dtype|"
              r"all inputs must have the same dtype",
              "eye_like ignores its dtype when legalized (the result keeps the input's dtype), "
              "so an op consuming it fails re-inference in LegalizeOps",
