@@ -46,10 +46,12 @@ def test_each_kind_of_case_has_one_job_and_one_judge():
     text = _text(relax_case)
     assert [cases.kind_of(v).name for v in (relax_case, tir_case, text)] == [
         "relax", "tir", "tvmscript"]
+    from worker import jobs
+
     for value in (relax_case, tir_case, text):
         job = cases.job(value)
         assert cases.kind_of_job(job) is cases.kind_of(value)
-        assert cases.is_judging_job(job)
+        assert jobs.KINDS[job["kind"]] is jobs._judge   # the child judges it with the one job
     # a TIR case is judged by the TIR stages (it has a verify stage, Relax has well_formed)
     assert cases.judge(cases.job(tir_case)).extra["variant"]["pipeline"] in ("tir", "call_tir")
 

@@ -179,7 +179,3 @@ def job(value: Any, **opts) -> dict:
 def judge(job: dict) -> Outcome:
     """Judge the case a job carries, in this process (the sandbox child)."""
     return kind_of_job(job).judge(job)
-
-
-def is_judging_job(job: dict) -> bool:
-    return job.get("kind") in {k.job_kind for k in KINDS}

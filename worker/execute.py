@@ -299,8 +299,7 @@ def judge_module(mod, source, variants: list, near_valid: bool = False,
                     from .uninit import reads_uninitialized
 
                     index, text = diff
-                    uninit = reads_uninitialized(lambda: source.outputs(
-                        vm[source.entry](*source.vm_args(args, v))), actual)
+                    uninit = reads_uninitialized(lambda: _rerun(source, vm, args, v), actual)
                     key, more = source.numeric_key(index), {}
                     if v.pipeline == "scheduled" and steps:
                         # The step that made it wrong names the bug, not the op whose output
@@ -401,6 +400,11 @@ def watch_kernels(vm) -> None:
         pass
 
 
+def _rerun(source, vm, args, v: Variant) -> list:
+    """The loaded module run again on the same inputs: its outputs, flat."""
+    return source.outputs(vm[source.entry](*source.vm_args(args, v)))
+
+
 def _guilty_step(mod, source, v: Variant, args, expected, steps: list, workdir):
     """The schedule step whose prefix of ``steps`` first gives a wrong result (binary search:
     a few builds, only for a finding); None when even the whole schedule replayed gives the
@@ -411,8 +415,7 @@ def _guilty_step(mod, source, v: Variant, args, expected, steps: list, workdir):
         try:
             ex = build(mod, v, schedule=lambda m: apply_schedule(m, steps[:k]))
             vm = load_vm(ex, v, workdir)
-            out = source.outputs(vm[source.entry](*source.vm_args(args, v)))
-            return bool(source.differs(expected, out))
+            return bool(source.differs(expected, _rerun(source, vm, args, v)))
         except Exception:  # noqa: BLE001 - a prefix that does not build or run says nothing
             return False
 

@@ -14,6 +14,8 @@ import os
 import signal
 import time
 
+from .cases import KINDS as CASE_KINDS
+
 # Under the sandbox's RLIMIT_AS, TVM reports a failed allocation as an ordinary error
 # (InternalError "std::bad_alloc") which the judge records as a crash; it is the cap.
 _OOM_TEXT = ("bad_alloc", "out of memory", "cannot allocate memory")
@@ -99,9 +101,10 @@ def _schedule_trace(job: dict) -> dict:
 
         def take(m, v=v, got=got):
             # The variant's pinned steps (a reduced case's), else the outcome's, else a draw.
-            steps = v.schedule_steps if v.schedule_steps is not None else (
-                job.get("steps") if len(scheduled) == 1 else None)
-            if steps is None or (not steps and v.schedule_steps is None):
+            steps = v.schedule_steps
+            if steps is None:
+                steps = job.get("steps") if len(scheduled) == 1 else None
+            if not steps and v.schedule_steps is None:
                 try:
                     V._random_schedule(v.schedule_seed or 0)(m)
                 except Exception:  # noqa: BLE001 - the step that raised is recorded too
@@ -144,16 +147,12 @@ def _tir_trace(job: dict) -> dict:
 def _tir_draw(job: dict) -> dict:
     """The steps a TIR case's schedule seed draws on its function (nothing is built): for
     the reducer to pin them where the finding recorded none."""
-    import random
-
     from fuzz.model import Program
     from fuzz.tir import build as TB
-    from worker import tir_schedule as TS
+    from worker.tir_execute import draw_schedule
 
     prog = Program.from_json(job["program"])
-    sched = prog.meta.get("schedule") or {}
-    _, applied = TS.random_schedule(TB.materialize_tir(prog), random.Random(
-        int(sched.get("seed", 0))), steps=int(sched.get("steps", 6)))
+    _, applied = draw_schedule(TB.materialize_tir(prog), prog.meta.get("schedule") or {})
     return {"applied": applied}
 
 
@@ -203,7 +202,10 @@ def _echo(job):
     return {"echo": job.get("value")}
 
 
-KINDS = {"case": _judge, "script": _judge, "print": _print, "builder": _builder, "tir_trace": _tir_trace,
+# Every kind of case (worker/cases.py) is judged by the one job; the rest serve reports,
+# repro.py, the reducer's pins and the tests.
+KINDS = {**{k.job_kind: _judge for k in CASE_KINDS},
+         "print": _print, "builder": _builder, "tir_trace": _tir_trace,
          "standard_schedule": _standard_schedule, "tir_draw": _tir_draw,
          "schedule_trace": _schedule_trace,
          "segv": _segv, "fpe": _fpe, "sleep": _sleep, "spin": _spin, "alloc": _alloc,

@@ -260,10 +260,18 @@ def _schedule(mod, sched: dict, extra: dict):
             return TS.apply_schedule(mod, sched["applied"])
         except TS.StepRefused as e:
             raise _Refused(f"recorded schedule step no longer applies: {e}")
-    rng = random.Random(int(sched.get("seed", 0)))
-    new, applied = TS.random_schedule(mod, rng, steps=int(sched.get("steps", 6)))
+    new, applied = draw_schedule(mod, sched)
     extra["schedule"] = applied
     return new
+
+
+def draw_schedule(mod, sched: dict):
+    """(scheduled module, steps applied) for a case's ``{"seed": S, "steps": N}``: the one
+    draw of a seed, for the judge and for the reducer's pin (worker/jobs.py ``tir_draw``)."""
+    from . import tir_schedule as TS
+
+    return TS.random_schedule(mod, random.Random(int(sched.get("seed", 0))),
+                              steps=int(sched.get("steps", 6)))
 
 
 def _build(mod, v: Variant, watch, extra: dict):
