@@ -124,7 +124,7 @@ def _run_script(db: sqlite3.Connection, sql: str) -> None:
 def _v0_to_v1(db: sqlite3.Connection) -> None:
     _run_script(db, """
     CREATE TABLE buckets (
-        id               TEXT PRIMARY KEY,      -- signature_id(signature), 12 hex chars
+        id               TEXT PRIMARY KEY,      -- signature_id(signature) (one per bug key: _bucket_for)
         signature        TEXT NOT NULL,
         verdict          TEXT NOT NULL,
         kind             TEXT NOT NULL,
@@ -233,6 +233,20 @@ def _rekey(db: sqlite3.Connection, cases_dir: Optional[Path] = None) -> None:
             db.execute("UPDATE OR IGNORE verdicts SET bug_id=? WHERE bug_id=?", (new.pop(), old))
     db.execute("INSERT INTO state (key, value) VALUES ('bug_key_version', ?) "
                "ON CONFLICT(key) DO UPDATE SET value=excluded.value", (str(BUG_KEY_VERSION),))
+
+
+def _bucket_for(db: sqlite3.Connection, sig: str, key: str) -> str:
+    """The bucket of a finding with signature ``sig`` and bug key ``key``: one per root cause.
+
+    A signature's first bucket has the id ``signature_id(sig)``. A finding with the same
+    signature and another bug key (a known bug's sibling next to a new one, two unrelated
+    segfaults) is another root cause: its own bucket, ``signature_id(sig + key)``, so the
+    representative of one bucket never decides the status of the other's cases."""
+    bid = signature_id(sig)
+    row = db.execute("SELECT bug_key FROM buckets WHERE id=?", (bid,)).fetchone()
+    if row is None or row[0] in ("", key):
+        return bid
+    return signature_id(f"{sig}\n{key}")
 
 
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {0: _v0_to_v1, 1: _v1_to_v2}
@@ -492,6 +506,9 @@ class Corpus:
                 self._put_file(self.script_path(h), script)
 
         def body():
+            nonlocal bid
+            bid = _bucket_for(db, sig, key)
+            row["bucket_id"] = bid
             b = db.execute("SELECT rep_case FROM buckets WHERE id=?", (bid,)).fetchone()
             if b is None:
                 db.execute(

@@ -13,7 +13,7 @@ import pytest
 from corpus import Corpus
 from tvmfuzz.cli import main
 from fuzz.model import Block, Function, Node, Param, Program, TensorTy
-from fuzz.signature import bug_id, bug_key, signature
+from fuzz.signature import bug_id, bug_key, signature, signature_id
 from fuzz.tir.schedule_bugs import KNOWN_BUGS as SCHEDULE_BUGS
 from fuzz.triage import EXPECTED, KNOWN, NEW, auto_status, root_key
 
@@ -179,6 +179,25 @@ def test_a_wrong_result_is_blamed_on_its_own_primitive_and_function():
     elsewhere = [dict(kb["steps"][0], func="add"), kb["steps"][1]]
     o["extra"] = {"schedule": elsewhere, "guilty_step": kb["steps"][1]}
     assert schedule_known_bug(o) is None
+
+
+def test_one_signature_two_root_causes_are_two_buckets(real, tmp_path):
+    """The known bug's failure and the same signature from a program no known entry explains
+    are two root causes: two buckets, each with its own status, whichever came first (one
+    bucket per signature let the representative decide the status of both)."""
+    p, o = real[3]
+    other = one_op("relax.exp", "float16")
+    for i, order in enumerate(((p, other), (other, p))):
+        with Corpus(tmp_path / f"c{i}") as c:
+            ids = [c.add_finding(prog, o, **V) for prog in order]
+            assert ids[0][1] and ids[1][1] and ids[0][0] != ids[1][0], ids
+            assert ids[0][0] == signature_id(o.signature)
+            # a third finding of either root cause joins its own bucket
+            assert c.add_finding(p, o, **V)[0] == ids[order.index(p)][0]
+            bugs = {b["status"]: b for b in c.bugs()}
+            assert set(bugs) == {KNOWN, NEW}, bugs
+            assert [b["bucket_count"] for b in bugs.values()] == [1, 1]
+            assert bugs[KNOWN]["count"] == 2 and bugs[NEW]["count"] == 1
 
 
 def test_one_known_bug_met_with_two_messages_is_one_bug(real, tmp_path):
