@@ -174,6 +174,8 @@ def reduce_case(program: Program, *, signature: Optional[str] = None,
                         Path(out_dir) / "slippage" if out_dir else None)
         first = _check_start(oracle, "case", program, signature, interesting)
         oracle.target_sig = first.signature if first is not None else signature or ""
+        if first is not None and first.verdict == "fail":
+            oracle.target_root = subject.root(program, first)
         oracle.timeout = _candidate_timeout(first, timeout)
         start = _pin_schedule(program, first, oracle)
         ops = _case_ops(program)

@@ -1,7 +1,8 @@
 """Is a candidate still the bug? Judged in the sandbox, cached by content hash.
 
 Default test: the candidate fails with the original's signature (stage, kind, normalized
-message, throw site, failing pass: ``fuzz.signature``). A candidate that fails with another
+message, throw site, failing pass: ``fuzz.signature``) and, for a program-model case, belongs
+to the original's root cause (``fuzz.triage.root_key``: a known-bug entry, or the bug key). A candidate that fails with another
 signature is not accepted (the reducer would slip onto another bug) but is a discovery: it is
 saved under ``slippage/`` with its outcome. With ``--interesting CMD`` (C-Reduce style) the
 candidate is written to a file whose path is given to CMD; exit status 0 means interesting.
@@ -23,6 +24,7 @@ from worker import cases
 from worker.sandbox_runner import outcome_from_result
 from worker.script_guard import UnsafeScript
 from fuzz.signature import signature_id
+from fuzz.triage import root_key
 
 from . import output
 from .pool import SandboxPool
@@ -48,6 +50,11 @@ class CaseSubject:
 
     def save(self, d: Path, prog: Program) -> None:
         output.write_text(d / cases.kind_of(prog).file_name, self.text(prog))
+
+    def root(self, prog: Program, outcome: Outcome) -> str:
+        """The bug a candidate's failure belongs to (``fuzz.triage.root_key``): a known-bug
+        entry's, an unvalidated layout's, else its bug key."""
+        return root_key(prog, outcome)
 
 
 class ScriptSubject:
@@ -75,6 +82,9 @@ class ScriptSubject:
     def save(self, d: Path, text: str) -> None:
         output.write_text(d / cases.kind_of(text).file_name, text)
 
+    def root(self, text: str, outcome: Outcome) -> str:
+        return ""   # text has no program model to match known bugs on: the signature decides
+
 
 # --- the oracle ---------------------------------------------------------------------------
 class Oracle:
@@ -82,6 +92,10 @@ class Oracle:
                  interesting_cmd: Optional[str] = None, slippage_dir: Optional[Path] = None,
                  timeout: Optional[float] = None, cmd_timeout: float = 300.0):
         self.subject, self.pool, self.target_sig = subject, pool, target_sig
+        # The root cause the candidates must keep, beside the signature (set by the reducer
+        # from the original's outcome): a new bug must not shrink into a known bug's case
+        # with the same message, nor a known bug's case out of its entry.
+        self.target_root = ""
         self.cmd = shlex.split(interesting_cmd) if interesting_cmd else None
         self.slippage_dir, self.timeout, self.cmd_timeout = slippage_dir, timeout, cmd_timeout
         self.cache: dict[str, tuple[bool, str]] = {}
@@ -131,7 +145,11 @@ class Oracle:
             self.outcomes[sha256(self.subject.text(c))] = o
             if o.verdict == "fail" and sig != self.target_sig:
                 self._slipped(c, o)
-            out.append((o.verdict == "fail" and sig == self.target_sig, sig))
+            same = o.verdict == "fail" and sig == self.target_sig
+            if same and self.target_root and self.subject.root(c, o) != self.target_root:
+                self.stats["root_slippage"] += 1   # the same message from another root cause
+                same = False
+            out.append((same, sig))
         return out
 
     def _slipped(self, cand, outcome: Outcome) -> None:

@@ -111,6 +111,29 @@ def test_slippage_onto_another_bug_is_kept_not_accepted(tmp_path):
     assert Program.loads((d / "case.json").read_text()).dumps() == cosh_only.dumps()
 
 
+def test_a_candidate_of_the_same_signature_and_another_root_cause_is_not_kept():
+    """A new bug must not shrink into a known bug's case with the same message: the oracle
+    keeps a candidate only when its failure belongs to the original's root cause
+    (``fuzz.triage.root_key``), as the corpus buckets it."""
+    from reducer.oracle import CaseSubject, Oracle
+    from reducer.pool import SandboxPool
+
+    cosh = _prog([Node("c", "relax.cosh", ["h"])], [Param("h", F16)], "c")
+    subject = CaseSubject()
+    with SandboxPool(1, 60) as pool:
+        oracle = Oracle(subject, pool)
+        first = oracle.run([cosh])[0]
+        oracle.target_sig = first.signature
+        root = subject.root(cosh, first)
+        assert root.startswith("known | fuzz/catalogue/known_bugs.py"), root
+        oracle.target_root = "some other bug | " + first.signature
+        assert oracle.test([cosh]) == [False]
+        assert oracle.stats["root_slippage"] == 1 and oracle.stats["slippage"] == 0
+        oracle.cache.clear()
+        oracle.target_root = root
+        assert oracle.test([cosh]) == [True]
+
+
 def test_interesting_command(tmp_path, capsys):
     """C-Reduce style: the test is a command given the candidate's path; exit 0 = keep."""
     case = tmp_path / "case.json"
