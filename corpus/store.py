@@ -42,7 +42,7 @@ from fuzz.model import STRUCTURAL_OPS, Program
 from fuzz.outcome import Outcome
 from fuzz.signature import BUG_KEY_VERSION, bug_id, bug_key
 from fuzz.signature import signature as _signature
-from fuzz.signature import signature_id
+from fuzz.signature import cause_id, signature_id
 
 DEFAULT_CORPUS = Path("runs/corpus")
 DB_NAME = "corpus.sqlite3"
@@ -240,13 +240,13 @@ def _bucket_for(db: sqlite3.Connection, sig: str, key: str) -> str:
 
     A signature's first bucket has the id ``signature_id(sig)``. A finding with the same
     signature and another bug key (a known bug's sibling next to a new one, two unrelated
-    segfaults) is another root cause: its own bucket, ``signature_id(sig + key)``, so the
+    segfaults) is another root cause: its own bucket, ``cause_id(sig, key)``, so the
     representative of one bucket never decides the status of the other's cases."""
     bid = signature_id(sig)
     row = db.execute("SELECT bug_key FROM buckets WHERE id=?", (bid,)).fetchone()
     if row is None or row[0] in ("", key):
         return bid
-    return signature_id(f"{sig}\n{key}")
+    return cause_id(sig, key)
 
 
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {0: _v0_to_v1, 1: _v1_to_v2}

@@ -440,3 +440,9 @@ def short(sig: str, width: int = 160) -> str:
 
 def signature_id(sig: str) -> str:
     return hashlib.sha1(sig.encode()).hexdigest()[:12]
+
+
+def cause_id(sig: str, key: str) -> str:
+    """The id of a second root cause behind signature ``sig`` (bug key ``key``): the first
+    cause met keeps ``signature_id(sig)`` (corpus buckets, smoke's findings)."""
+    return signature_id(f"{sig}\n{key}")

@@ -20,7 +20,7 @@ from typing import Callable, Optional
 from xml.sax.saxutils import escape, quoteattr
 
 from .campaign import make_case, save_case
-from fuzz.signature import bug_id, short, signature_id
+from fuzz.signature import bug_id, cause_id, short, signature_id
 from fuzz.triage import ORDER, combine
 
 BASELINE_VERSION = 1
@@ -103,7 +103,7 @@ def run_smoke(budget_s: float, out_dir: Path, seed: int = 0, cases: Optional[int
     except Exception as e:  # noqa: BLE001 - no TVM, bad interpreter: the environment's fault
         raise SmokeError(f"cannot start the sandbox: {e}")
     t0 = time.monotonic()
-    found: dict[str, dict] = {}          # signature id -> first finding
+    found: dict[str, dict] = {}          # signature id (cause_id) -> first finding
     case_hashes: list[str] = []
     s = seed
     try:
@@ -119,11 +119,12 @@ def run_smoke(budget_s: float, out_dir: Path, seed: int = 0, cases: Optional[int
             for prog, outcome in zip(progs, runner.run_many(progs)):
                 if outcome.verdict != "fail":
                     continue
-                sid = signature_id(outcome.signature)
+                sid, key = signature_id(outcome.signature), root_key(prog, outcome)
+                if sid in found and found[sid]["bug_key"] != key:
+                    sid = cause_id(outcome.signature, key)   # another root cause: as the corpus
                 if sid not in found:
                     stem = save_case(out_dir, prog, outcome, runner.scripts([prog])[0])
                     status, why = auto_status(prog, outcome)
-                    key = root_key(prog, outcome)
                     found[sid] = {"signature": outcome.signature, "outcome": outcome,
                                   "case": str(stem.with_suffix(".json")), "seed": prog.meta["seed"],
                                   "count": 0, "bug_id": bug_id(key),
