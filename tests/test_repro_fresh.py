@@ -278,6 +278,36 @@ def test_schedule_trace_replays_the_schedule_applied():
     assert replayed >= 20
 
 
+def test_an_index_map_of_an_int32_block_replays_as_the_same_map():
+    """An index map written in tvmfuzz's own call (the form a crashing step takes) keeps
+    its map's int32 index dtype: TVM's printer leaves it out, and T.index_map's int64 default
+    made a fresh repro.py meet another check than the worker (df396bf9b6df)."""
+    import tvm
+    from tvm.script import tirx as T
+
+    from worker import tir_schedule as TS
+
+    @T.prim_func(s_tir=True)
+    def f(a: T.Buffer((8, 4), "float32"), b: T.Buffer((8, 4), "float32")):
+        t = T.alloc_buffer((8, 4))
+        for i, j in T.grid(8, 4):
+            with T.sblock("c"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                t[vi, vj] = a[vi, vj] + T.float32(1)
+        for i, j in T.grid(8, 4):
+            with T.sblock("d"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                b[vi, vj] = t[vi, vj]
+
+    mod = tvm.IRModule({"main": f})
+    step = {"prim": "transform_block_layout", "func": "main", "block": "c",
+            "map": {"kind": "fuse", "shape": [8, 4]}}
+    new = TS.apply_schedule(mod, [step])
+    [trace] = TS.step_traces(mod, [step], own_calls=True)
+    assert 'index_dtype="int32"' in trace["trace"][-1], trace
+    tvm.ir.assert_structural_equal(new, TS.replay_traces(mod, [trace]))
+
+
 def test_repro_code_is_the_workers_own():
     """repro.py carries the worker's functions verbatim, and they run without tvmfuzz."""
     import inspect

@@ -106,7 +106,15 @@ def _python_call(sch, prim: str, args, kwargs) -> str:
             if type(rv) is type(x) and rv.same_as(x):
                 return name
         if type(x).__name__ == "IndexMap":
-            return str(x)   # TVM's printer: T.index_map(lambda ...)
+            # TVM's printer writes T.index_map(lambda ...) without the index dtype, which then
+            # defaults to int64: an int32 block's map would replay as another map (and meet
+            # another check). The dtype is written out.
+            text, var = str(x), x.initial_indices[0] if len(x.initial_indices) else None
+            ty = getattr(var, "ty", None)
+            dtype = str(getattr(ty, "dtype", None) or getattr(var, "dtype", "int64"))
+            if dtype != "int64" and text.startswith("T.index_map(") and text.endswith(")"):
+                text = f'{text[:-1]}, index_dtype="{dtype}")'
+            return text
         raise TypeError(f"no Python spelling of a {type(x).__name__} argument")
 
     try:
