@@ -137,16 +137,36 @@ def output_nodes(program: Program) -> list[str]:
 
 
 def numeric_key(program: Program, index: int) -> str:
-    """What a numeric difference is about, for its signature: the op that made the output."""
+    """What a numeric difference is about, for its signature: the op that made the output,
+    followed through tuple items and into a called helper function (whose op made it, not
+    the ``call``)."""
     names = output_nodes(program)
-    nodes = {n.name: n for n in program.main.nodes()}
-    n = nodes.get(names[index]) if index < len(names) else None
-    while n is not None and n.op in ("get_item",):
-        n = nodes.get(n.args[0])
+    n = _producer(program, program.main, names[index]) if index < len(names) else None
     if n is None:
         return "param"
     ty = n.ty if isinstance(n.ty, TensorTy) else None
     return f"{n.op}:{ty.dtype if ty else ''}"
+
+
+def _producer(program: Program, func, name: str, field: Optional[int] = None, depth: int = 0):
+    """The node of a catalogue op behind value ``name`` of ``func`` (its tuple field
+    ``field``), or None for a parameter."""
+    nodes = {n.name: n for n in func.nodes()}
+    n = nodes.get(name)
+    while n is not None and depth < 64:
+        depth += 1
+        if n.op == "get_item":
+            if field is not None:   # an item of an item: the op that made the outer tuple
+                return _producer(program, func, n.args[0], None, depth)
+            n, field = nodes.get(n.args[0]), int(n.attrs["index"])
+        elif n.op == "tuple" and field is not None and field < len(n.args):
+            n, field = nodes.get(n.args[field]), None
+        elif n.op == "call":
+            callee = program.func(n.attrs["func"])
+            return _producer(program, callee, callee.ret, field, depth)
+        else:
+            return n
+    return n
 
 
 def compare(program: Program, expected: list[np.ndarray], actual: list[np.ndarray]):

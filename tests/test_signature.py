@@ -425,3 +425,24 @@ def test_the_rules_read_an_outcome_and_its_json_alike():
     o.reproduction = {"reproduced": 2, "replays": 3}
     assert list(o.to_json())[-2:] == ["signature", "reproduction"]
     assert Outcome.from_json(o.to_json()) == o and o.signature == j["signature"]
+
+
+def test_a_wrong_output_returned_through_a_helper_is_named_by_its_op():
+    """A difference in an output a helper function made names the helper's op (it was
+    `call:float32` before, which says nothing), through tuples and their items too."""
+    from fuzz.model import Block, Function, Node, Param, Program, TensorTy
+    from fuzz.reference import numeric_key
+
+    t = TensorTy([4], "float32")
+    helper = Function("helper", [Param("a", t)],
+                      [Block(True, [Node("e", "relax.exp", ["a"], {}, t),
+                                    Node("s", "relax.sin", ["a"], {}, t),
+                                    Node("r", "tuple", ["e", "s"])])], "r")
+    main = Function("main", [Param("x", t)],
+                    [Block(True, [Node("c", "call", ["x"], {"func": "helper"}),
+                                  Node("i1", "get_item", ["c"], {"index": 1}, t),
+                                  Node("n", "relax.negative", ["x"], {}, t),
+                                  Node("out", "tuple", ["i1", "n", "x"])])], "out")
+    prog = Program([main, helper], "main", {})
+    assert [numeric_key(prog, i) for i in range(3)] == \
+        ["relax.sin:float32", "relax.negative:float32", "param"]
