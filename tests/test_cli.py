@@ -68,6 +68,12 @@ def test_run_campaign_lists_failures_and_saves_cases(tmp_path, capsys):
     saved = [p for p in out.glob("findings/*/case_*.json") if not p.name.endswith(".outcome.json")]
     kept = sum(v for k, v in summary["verdicts"].items() if k in ("fail", "invalid"))
     assert len(saved) == kept
+    # invalid near-valid mutants are counted apart from generator defects
+    refused = [p for p in saved
+               if json.loads(p.with_name(p.stem + ".outcome.json").read_text())["verdict"]
+               == "invalid" and json.loads(p.read_text())["meta"].get("mode") == "near-valid"]
+    assert summary["refused_mutants"] == len(refused)
+    assert f"near-valid mutants TVM refused to construct {len(refused)})" in printed
     for s in summary["signatures"]:
         assert f"{s['count']:4d}  {short(s['signature'], 200)}" in printed
     # signatures grouped into bugs, each with a status; new bugs first

@@ -208,10 +208,14 @@ class Stats:
     # bug id -> {"key", "count", "first_seed", "signatures": {signature: (status, reason)}}
     bugs: dict = field(default_factory=dict)
     user_verdicts: dict = field(default_factory=dict)   # `tvmfuzz triage`'s, by bug id
+    # invalid near-valid mutants: TVM refused to construct them (an edge attribute out of
+    # range, an annotation inference rejects), which is the refusal intended, not a defect
+    refused_mutants: int = 0
 
     def add(self, prog, outcome: Outcome) -> None:
         v = outcome.verdict
         self.verdicts[v] += 1
+        self.refused_mutants += v == "invalid" and prog.meta.get("mode") == "near-valid"
         self.irs[prog.ir] += 1
         self.ops.update(prog.ops())
         steps = outcome.extra.get("schedule") or []
@@ -259,6 +263,7 @@ class Stats:
                 "unique_bugs": len(self.bugs),
                 "new_bugs": sum(g["status"] == "new" for g in self.bug_list()),
                 "validity": round(1 - self.verdicts["invalid"] / n, 4) if n else 1.0,
+                "refused_mutants": self.refused_mutants,
                 "op_coverage": f"{len(self.ops)}/{self.catalogue_size}",
                 "cases_by_ir": dict(self.irs),
                 "schedule_primitives": {p: {"cases": c, "findings": f}
@@ -531,7 +536,9 @@ def _summarize(out_dir: Path, stats: Stats, plan: SeedPlan, start: int, echo,
     _write(out_dir / "summary.json", json.dumps(summary, indent=1))
     v = stats.verdicts
     echo(f"{stats.cases} cases in {snap['t']:.0f}s ({snap['cases_per_s']}/s): pass {v['pass']}, "
-         f"fail {v['fail']}, invalid (generator defects) {v['invalid']}, "
+         f"fail {v['fail']}, invalid {v['invalid']} (generator defects "
+         f"{v['invalid'] - stats.refused_mutants}, near-valid mutants TVM refused to construct "
+         f"{stats.refused_mutants}), "
          f"rejected (mutants both verifier and build refuse) {v['rejected']}")
     if len(stats.irs) > 1 or "tir" in stats.irs:
         echo("cases by IR: " + ", ".join(f"{k} {n}" for k, n in sorted(stats.irs.items())))
