@@ -73,9 +73,10 @@ class AutoReducer:
         waiting = []
         busy = self.current
         if busy is not None and self.thread.is_alive():
+            # Cut short: its directory holds at most partial.case.json (no repro.py or
+            # report.md yet), so it is listed with the waiting ones, to reduce later.
             self._drop_if_empty(busy)
-            if not (self.out_dir / "reduced" / busy).exists():
-                waiting.append(busy)   # cut short before it wrote anything: reduce it later
+            waiting.append(busy)
         while not self.todo.empty():
             waiting.append(self.todo.get_nowait()[0])
         return waiting

@@ -354,3 +354,18 @@ def test_a_background_reduction_that_writes_nothing_leaves_no_directory(tmp_path
     assert auto.close() == []
     assert "b1" in auto.failed
     assert not (tmp_path / "reduced" / "b1").exists()
+
+
+def test_a_background_reduction_cut_short_is_listed_to_reduce_later(tmp_path):
+    """A campaign that ends mid-reduction lists that bucket with the waiting ones, even when
+    its directory already holds a partial case (it has no repro.py or report.md yet)."""
+    import time
+
+    from reducer.autoreduce import AutoReducer
+
+    auto = AutoReducer(tmp_path, echo=lambda s: None, per_bucket_s=60)
+    auto.submit("b1", cosh_case(), "")
+    deadline = time.monotonic() + 60
+    while auto.current != "b1" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert auto.close(wait_s=0) == ["b1"]
