@@ -365,7 +365,9 @@ def test_a_background_reduction_cut_short_is_listed_to_reduce_later(tmp_path):
 
     auto = AutoReducer(tmp_path, echo=lambda s: None, per_bucket_s=60)
     auto.submit("b1", cosh_case(), "")
+    partial = tmp_path / "reduced" / "b1" / "partial.case.json"
     deadline = time.monotonic() + 60
-    while auto.current != "b1" and time.monotonic() < deadline:
-        time.sleep(0.05)
+    while not partial.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert partial.exists() and auto.current == "b1"
     assert auto.close(wait_s=0) == ["b1"]
