@@ -204,10 +204,15 @@ def known_reason(prog, outcome: Outcome | dict) -> Optional[str]:
     scheduled = outcome.get("kind") == "numeric" and isinstance(
         (outcome.get("extra") or {}).get("guilty_step"), dict)
     why = None if scheduled else _op_reason(prog, outcome)
-    if scheduled and getattr(prog, "ir", "relax") == "tir":
-        from fuzz.tir.build import known_schedule_bug
+    if scheduled:
+        from fuzz.tir.build import LOCAL_SCALAR_VECTORIZED, known_schedule_bug
 
-        why = known_schedule_bug(prog, outcome["extra"]["guilty_step"])
+        step = outcome["extra"]["guilty_step"]
+        if getattr(prog, "ir", "relax") == "tir":
+            why = known_schedule_bug(prog, step)
+        elif step.get("prim") == "vectorize" and step.get("vectorized_alloc"):
+            # A Relax module's scheduled PrimFuncs: the judge read the vectorized loop there
+            why = LOCAL_SCALAR_VECTORIZED
         why = f"fuzz/tir/build.known_bug: {why}" if why else None
     if why:
         return why

@@ -581,3 +581,57 @@ def test_eye_like_s_ignored_dtype_is_known_whichever_consumer_refuses_it():
                       "the given indices dtype is T.float32",
            "extra": {"failing_pass": "LegalizeOps"}}
     assert auto_status(prog, out)[0] == "known"
+
+
+def test_a_relax_wrong_result_from_a_vectorized_block_local_buffer_is_the_known_defect():
+    """Campaign seed 100000 (329baa6c9bb4): blockize, cache_read into a local buffer, then
+    vectorize the loop over that block: every lane shares the block's local buffer, the
+    known local-scalar defect (fuzz.tir.build), which a TIR case's model shows and a Relax
+    case's scheduled PrimFuncs show to the judge only. Filed as new before."""
+    from worker.sandbox_runner import SandboxRunner
+
+    prog = Program.loads((ROOT / "tests/data/relax_vectorized_local_cache.json").read_text())
+    runner = SandboxRunner()
+    try:
+        [o] = runner.run_many([prog])
+    finally:
+        runner.close()
+    assert o.kind == "numeric" and o.extra["guilty_step"]["prim"] == "vectorize", o
+    assert o.extra["guilty_step"]["vectorized_alloc"] is True
+    status, why = auto_status(prog, o)
+    assert status == KNOWN and "vectorized loop" in why, why
+    # without the buffer under the vectorized loop, the same wrong result is new
+    step = dict(o.extra["guilty_step"], vectorized_alloc=False)
+    assert auto_status(prog, replace(o, extra=dict(o.extra, guilty_step=step)))[0] == NEW
+
+
+def test_vectorized_alloc_reads_what_a_vectorized_loop_holds():
+    import tvm
+    from tvm.script import tirx as T
+
+    from worker.schedule_steps import vectorized_alloc
+
+    @T.prim_func(s_tir=True)
+    def plain(a: T.Buffer((4,), "float32"), b: T.Buffer((4,), "float32")):
+        for i in T.vectorized(4):
+            with T.sblock("c"):
+                vi = T.axis.spatial(4, i)
+                b[vi] = a[vi] + T.float32(1)
+        for i in T.serial(4):
+            with T.sblock("d"):
+                vi = T.axis.spatial(4, i)
+                t = T.sblock_alloc_buffer((1,), scope="local")
+                t[0] = a[vi]
+                b[vi] = t[0]
+
+    @T.prim_func(s_tir=True)
+    def shared(a: T.Buffer((4,), "float32"), b: T.Buffer((4,), "float32")):
+        for i in T.vectorized(4):
+            with T.sblock("d"):
+                vi = T.axis.spatial(4, i)
+                t = T.sblock_alloc_buffer((1,), scope="local")
+                t[0] = a[vi]
+                b[vi] = t[0]
+
+    assert not vectorized_alloc(tvm.IRModule({"main": plain}))
+    assert vectorized_alloc(tvm.IRModule({"main": shared}))

@@ -409,7 +409,7 @@ def _guilty_step(mod, source, v: Variant, args, expected, steps: list, workdir):
     """The schedule step whose prefix of ``steps`` first gives a wrong result (binary search:
     a few builds, only for a finding); None when even the whole schedule replayed gives the
     right one (the finding then depends on more than the steps)."""
-    from .schedule_steps import apply_schedule, guilty_step
+    from .schedule_steps import apply_schedule, guilty_step, vectorized_alloc
 
     def wrong(k: int) -> bool:
         try:
@@ -419,7 +419,23 @@ def _guilty_step(mod, source, v: Variant, args, expected, steps: list, workdir):
         except Exception:  # noqa: BLE001 - a prefix that does not build or run says nothing
             return False
 
-    return guilty_step(steps, wrong)
+    step = guilty_step(steps, wrong)
+    if step is not None and step.get("prim") == "vectorize":
+        # What the vectorized loop holds decides whether it is the known shared-lane defect
+        # (fuzz.triage reads it): the module the legalized PrimFuncs become up to that step.
+        captured = []
+
+        def keep(m):
+            captured.append(apply_schedule(m, steps[:steps.index(step) + 1]))
+            raise RuntimeError("captured")   # the rest of the build is not needed
+
+        try:
+            build(mod, v, schedule=keep)
+        except Exception:  # noqa: BLE001 - the module was captured, or cannot be
+            pass
+        if captured:
+            step = dict(step, vectorized_alloc=vectorized_alloc(captured[-1]))
+    return step
 
 
 def _record_schedule(steps: list) -> bool:

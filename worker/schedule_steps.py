@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -887,6 +888,31 @@ def apply_schedule(mod, applied: list[dict]):
 # decompose_reduction).
 BUGGY_PRIMITIVES = frozenset(b["blame"] for b in KNOWN_BUGS)
 STABLE_PRIMITIVES = {p: w for p, w in PRIMITIVES.items() if p not in BUGGY_PRIMITIVES}
+
+
+def vectorized_alloc(mod) -> bool:
+    """Whether a vectorized loop of ``mod``'s PrimFuncs holds a buffer allocation (a block's
+    ``T.sblock_alloc_buffer``, ``T.alloc_buffer``, ``T.decl_buffer``) or a local scalar: the
+    defect where every lane shares one buffer (``fuzz.tir.build.LOCAL_SCALAR_VECTORIZED``).
+    Read from the printed TIR (TVM has no Python TIR visitor on 0.27): a vectorized loop's
+    body is the lines indented under it."""
+    tvm, _ = _tvm()
+    for f in mod.functions.values():
+        if not isinstance(f, tvm.tirx.PrimFunc):
+            continue
+        under = None   # indentation of the vectorized loop being read, if any
+        for line in f.script().splitlines():
+            if not line.strip():
+                continue
+            indent = len(line) - len(line.lstrip())
+            if under is not None and indent <= under:
+                under = None
+            if under is not None and re.search(
+                    r"alloc_buffer\(|T\.decl_buffer\(|: T\.\w+ = ", line):
+                return True
+            if under is None and re.match(r"\s*for .* in T\.vectorized\(", line):
+                under = indent
+    return False
 
 
 def guilty_step(steps: list[dict], wrong: Callable[[int], bool],
