@@ -221,10 +221,30 @@ def known_reason(prog, outcome: Outcome | dict) -> Optional[str]:
 
 
 # --- expected refusals of near-valid mutants -----------------------------------------------
+# A target's stated limits: a compile-only GPU variant asked for what the target has not.
+_TARGET_LIMITS = (
+    ("webgpu", "CodeGenWebGPU: do not support",
+     "WebGPU's shading language (WGSL) has no 64-bit integer or float types, and TVM's WebGPU "
+     "codegen refuses them: the target's limit, not a bug"),
+)
+
+
+def target_limit(outcome: dict) -> Optional[str]:
+    """Why a failure is a target's stated limit (a program using what the target lacks)."""
+    target = ((outcome.get("extra") or {}).get("variant") or {}).get("target") or {}
+    for kind, says, why in _TARGET_LIMITS:
+        if target.get("kind") == kind and says in (outcome.get("message") or ""):
+            return why
+    return None
+
+
 def expected_reason(prog, outcome: Outcome | dict) -> Optional[str]:
-    """Why a near-valid mutant's failure is TVM's intended answer, or None."""
+    """Why a failure is TVM's intended answer (a near-valid mutant's refusal, a target's
+    stated limit), or None."""
     outcome = outcome_fields(outcome)
     kind, stage = outcome.get("kind"), outcome.get("stage")
+    if kind in ("crash", "verifier_build") and target_limit(outcome):
+        return target_limit(outcome)
     if not is_near_valid(prog) or not (kind == "verifier_build" or
                                        (kind == "crash" and stage == "materialize")):
         return None   # (a mutant's op refused while the module is being constructed: crash)

@@ -206,9 +206,10 @@ def gen(count, seed, out, mode, ops, ir, axis_separators):
               help="wall-clock budget, e.g. 90, 30s, 10m, 2h")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
               help="worker processes (sandboxes) on this machine")
-@click.option("--targets", default="llvm,c,cuda", show_default=True,
+@click.option("--targets", default="llvm,c,cuda,opencl,webgpu", show_default=True,
               help="comma list of target kinds for the extra variant of each case "
-                   "(cuda: compile-only unless a GPU is present; skipped without nvcc)")
+                   "(cuda: compile-only unless a GPU is present, skipped without nvcc; "
+                   "opencl, webgpu: compile-only, with dlight's rules one at a time or all)")
 @click.option("--out", "out", default="runs/latest", show_default=True,
               type=click.Path(file_okay=False))
 @click.option("--resume", is_flag=True, help="continue the campaign in --out where it stopped")

@@ -24,11 +24,11 @@ from fuzz.generate import generate
 from fuzz.outcome import Outcome
 
 from fuzz.signature import bug_id, short
-from .variants import BASE, nvcc_available, random_variant
+from .variants import BASE, GPU_KINDS, nvcc_available, random_variant
 
 NEAR_VALID_SHARE = 0.15
 BATCH = 8   # cases per sandbox child: amortizes the fork (see worker/sandbox.py)
-TARGET_KINDS = ("llvm", "c", "cuda")
+TARGET_KINDS = ("llvm", "c", "cuda", "opencl", "webgpu")
 
 
 def case_mode(seed: int, mode: Optional[str]) -> str:
@@ -42,11 +42,13 @@ def case_variants(seed: int, targets=TARGET_KINDS, alternatives: int = 1,
     """The base build plus random alternatives, deterministic from the case seed."""
     ch = RandomChooser(seed * 7919 + 17)
     out = [BASE.to_json()]
-    cuda = "cuda" in targets and nvcc_available()
+    # CUDA needs nvcc (the compile-only check of TVM's source); the other GPU kinds build
+    # here with TVM alone.
+    gpus = tuple(k for k in GPU_KINDS if k in targets and (k != "cuda" or nvcc_available()))
     for _ in range(alternatives * 4):
         if len(out) > alternatives:
             break
-        v = random_variant(ch, cuda=cuda, schedules=schedules)
+        v = random_variant(ch, schedules=schedules, gpus=gpus)
         if v.kind in targets:
             out.append(v.to_json())
     return out
@@ -205,6 +207,9 @@ class Stats:
     irs: collections.Counter = field(default_factory=collections.Counter)
     # schedule primitive -> [cases it was applied in, of which findings]
     primitives: dict = field(default_factory=dict)
+    # GPU target kind, and dlight rule -> [cases built for it, findings its variant made]
+    gpu_targets: dict = field(default_factory=dict)
+    dlight_rules: dict = field(default_factory=dict)
     # bug id -> {"key", "count", "first_seed", "signatures": {signature: (status, reason)}}
     bugs: dict = field(default_factory=dict)
     user_verdicts: dict = field(default_factory=dict)   # `tvmfuzz triage`'s, by bug id
@@ -223,6 +228,7 @@ class Stats:
             entry = self.primitives.setdefault(prim, [0, 0])
             entry[0] += 1
             entry[1] += v == "fail"
+        self._count_gpu(prog, outcome)
         if v == "fail":
             self.kinds[outcome.kind] += 1
             sig = outcome.signature
@@ -237,6 +243,25 @@ class Stats:
             bug["count"] += 1
             if sig not in bug["signatures"]:   # the status of a signature's first finding
                 bug["signatures"][sig] = auto_status(prog, outcome)
+
+    def _count_gpu(self, prog, outcome: Outcome) -> None:
+        """Cases per GPU target and dlight rule, and the findings their variant made."""
+        from .variants import GPU_KINDS
+
+        failed = outcome.extra.get("variant") if outcome.verdict == "fail" else None
+        for var in prog.meta.get("variants") or []:
+            kind = (var.get("target") or {}).get("kind", "llvm")
+            if kind not in GPU_KINDS:
+                continue
+            hit = failed == var
+            entry = self.gpu_targets.setdefault(kind, [0, 0])
+            entry[0] += 1
+            entry[1] += hit
+            for rule in var.get("dlight") or (["(target pipeline)"]
+                                              if var.get("pipeline") == "target" else []):
+                entry = self.dlight_rules.setdefault(rule, [0, 0])
+                entry[0] += 1
+                entry[1] += hit
 
     def bug_list(self) -> list[dict]:
         """The bugs met, new first, then known, then expected; the most frequent first."""
@@ -267,7 +292,11 @@ class Stats:
                 "op_coverage": f"{len(self.ops)}/{self.catalogue_size}",
                 "cases_by_ir": dict(self.irs),
                 "schedule_primitives": {p: {"cases": c, "findings": f}
-                                        for p, (c, f) in sorted(self.primitives.items())}}
+                                        for p, (c, f) in sorted(self.primitives.items())},
+                "gpu_targets": {k: {"cases": c, "findings": f}
+                                for k, (c, f) in sorted(self.gpu_targets.items())},
+                "dlight_rules": {k: {"cases": c, "findings": f}
+                                 for k, (c, f) in sorted(self.dlight_rules.items())}}
 
 
 class Display:
@@ -546,6 +575,13 @@ def _summarize(out_dir: Path, stats: Stats, plan: SeedPlan, start: int, echo,
         echo("schedule primitives (cases applied in, findings among them):")
         for p, (c, f) in sorted(stats.primitives.items(), key=lambda kv: -kv[1][0]):
             echo(f"  {p:24s} {c:5d}  {f:4d}")
+    for title, table in (("GPU targets, compile-only (cases built for, findings)",
+                          stats.gpu_targets),
+                         ("dlight rules (cases built with, findings)", stats.dlight_rules)):
+        if table:
+            echo(title + ":")
+            for k, (c, f) in sorted(table.items(), key=lambda kv: -kv[1][0]):
+                echo(f"  {k:24s} {c:5d}  {f:4d}")
     if bugs:
         from fuzz.triage import STATUSES
 

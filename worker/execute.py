@@ -33,12 +33,19 @@ STAGES = ("materialize", "well_formed", "build", "vm_load", "run", "reference", 
 
 
 def tvm_throw_site(exc: BaseException) -> str:
-    """The C++ throw site: the one traceback frame whose file lies under TVM's ``src/``."""
-    for fr in reversed(traceback.extract_tb(exc.__traceback__)):
+    """The C++ throw site: the one traceback frame whose file lies under TVM's ``src/``. A
+    Python error inside one of dlight's rules (which all run as one pass,
+    ``ApplyDefaultSchedule``) has none: its innermost frame in dlight names the rule."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    for fr in reversed(frames):
         fn = fr.filename.replace("\\", "/")
         if "/src/" in fn and not fn.endswith(".py") and not fn.endswith(".pxi"):
             # src/relax/op/distributed/../op_common.h is src/relax/op/op_common.h: one file
             return f"{posixpath.normpath(fn[fn.index('/src/') + 1:])}:{fr.lineno}"
+    for fr in reversed(frames):
+        fn = fr.filename.replace("\\", "/")
+        if "/tvm/s_tir/dlight/" in fn:
+            return f"python/{fn[fn.index('/tvm/s_tir/dlight/') + 1:]}:{fr.lineno}"
     return ""
 
 
@@ -334,6 +341,12 @@ def judge_module(mod, source, variants: list, near_valid: bool = False,
 def _build_failure(e: BaseException, v: Variant, wf: bool, near_valid: bool, watch,
                    steps: list) -> Outcome:
     """What a failed build of a Relax module is."""
+    if str(e).startswith("nvcc refused"):
+        if "nvcc fatal" in str(e):
+            # This nvcc cannot compile for the arch asked (CUDA 13 has no sm_50): the
+            # machine's toolchain, not TVM.
+            return Outcome("invalid", "environment", "build", "RuntimeError", str(e))
+        return _fail("build", e, kind="crash", extra={"failing_pass": "nvcc"})
     if not wf:
         # Verifier and build agree the module is wrong: a mutant's expected end.
         return _fail("build", e, kind="rejected", verdict="rejected")

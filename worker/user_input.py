@@ -16,17 +16,18 @@ from typing import Any, Optional
 from fuzz.model import Program
 
 from .script_guard import comment_imports, user_script_problem
+from .variants import DLIGHT_RULES
 
 MAX_BYTES = 64 << 20   # larger input is refused rather than read into memory
 
 # What a variant (worker/variants.py) may say, for a case from outside.
-PIPELINES = {"relax": {"default", "target", "zero", "passes", "scheduled"},
+PIPELINES = {"relax": {"default", "target", "zero", "passes", "scheduled", "dlight"},
              "tir": {"tir", "call_tir"}}
-TARGET_KINDS = {"llvm", "c", "cuda"}
-TARGET_KEYS = {"kind", "opt-level", "mcpu", "arch"}
+TARGET_KINDS = {"llvm", "c", "cuda", "opencl", "webgpu"}
+TARGET_KEYS = {"kind", "opt-level", "mcpu", "arch", "max_num_threads"}
 EXEC_MODES = {"bytecode", "compiled"}
 VARIANT_KEYS = {"target", "pipeline", "passes", "exec_mode", "extra_passes", "schedule_seed",
-                "schedule_steps"}
+                "schedule_steps", "dlight"}
 # Decorators that make a TVMScript module or function (with or without a call).
 MODULE_DECORATORS = {("I", "ir_module"), ("R", "function"), ("T", "prim_func")}
 
@@ -132,6 +133,10 @@ def case_problem(prog: Program) -> Optional[str]:
         seed = v.get("schedule_seed")
         if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
             return f"{where}'s schedule seed is not an integer"
+        rules = v.get("dlight")
+        if rules is not None and not (isinstance(rules, list) and rules
+                                      and all(r in DLIGHT_RULES for r in rules)):
+            return f"{where}'s dlight rules are not a list of dlight's GPU rules"
         steps = v.get("schedule_steps")
         if steps is not None and not (isinstance(steps, list) and all(
                 isinstance(st, dict) and isinstance(st.get("prim"), str)

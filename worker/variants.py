@@ -9,7 +9,11 @@ Pipelines:
 * ``target``   the target's default pipeline (library dispatch, legalize, fusion; for CUDA it
                applies dlight schedules: without it TVM silently emits host code for CUDA);
 * ``zero``     LegalizeOps, AnnotateTIROpPattern, FoldConstant, FuseOps, FuseTIR, then default;
-* ``passes``   the recorded pass sequence, then default.
+* ``passes``   the recorded pass sequence, then default;
+* ``dlight``   a GPU target's default pipeline with dlight's rules given by the variant
+               (``dlight``: one rule and Fallback, or the default list), compile-only where
+               no device runs it: a rule that throws where it should decline, or a kernel the
+               target's codegen refuses, is a finding.
 """
 from __future__ import annotations
 
@@ -33,6 +37,19 @@ INEXACT_PASSES = {"ToMixedPrecision"}
 # Pass orders that only work after others: LegalizeOps must come before the TIR-pattern passes.
 _NEEDS_BEFORE = {"AnnotateTIROpPattern": "LegalizeOps", "FuseOps": "AnnotateTIROpPattern",
                  "FuseTIR": "FuseOps"}
+
+# GPU targets that build on a machine without their device or toolchain (0.27; compile-only
+# unless a CUDA GPU is present). Metal builds too, but its first build in a process takes
+# ~40 s (toolchain lookup), too slow for a campaign's children; vulkan, rocm and nvptx need
+# toolchains TVM's wheel or this machine lacks.
+GPU_KINDS = ("cuda", "opencl", "webgpu")
+# dlight's GPU rules, in the order ApplyDefaultSchedule tries them (Fallback last).
+DLIGHT_RULES = ("Matmul", "GEMV", "LowBatchGEMV", "Reduction", "GeneralReduction", "Transpose",
+                "RMSNorm", "Fallback")
+# Archs current nvcc releases all compile for (CUDA 13 dropped everything before sm_75).
+CUDA_ARCHS = ("sm_75", "sm_80", "sm_89", "sm_90")
+GPU_THREADS = {"cuda": (128, 256, 512, 1024), "opencl": (64, 128, 256),
+               "webgpu": (64, 128, 256)}
 
 LLVM_CPUS = ("", "x86-64", "haswell", "skylake-avx512", "znver3")
 # /proc/cpuinfo flags code for an -mcpu needs before it can run here; code for a CPU this host
@@ -59,10 +76,12 @@ class Variant:
     # so a smaller module keeps the schedule that failed (a new draw on it is another
     # schedule) and the steps themselves can be dropped one by one.
     schedule_steps: Optional[list] = None
+    # pipeline "dlight": the dlight GPU rules applied (names in DLIGHT_RULES, in order)
+    dlight: Optional[list] = None
 
     def to_json(self) -> dict:
         d = asdict(self)
-        for k in ("schedule_seed", "schedule_steps"):
+        for k in ("schedule_seed", "schedule_steps", "dlight"):
             if d[k] is None:
                 del d[k]   # keeps the JSON of unscheduled variants as it was
         return d
@@ -80,6 +99,10 @@ class Variant:
         return self.kind in ("llvm", "c")
 
     @property
+    def on_gpu(self) -> bool:
+        return self.kind in GPU_KINDS
+
+    @property
     def runnable_here(self) -> bool:
         """Can this host run what the variant builds? (CUDA: see gpu_available.)"""
         return runnable_here(self.to_json())
@@ -94,6 +117,8 @@ class Variant:
         s = f"{self.kind}{'[' + t + ']' if t else ''}/{self.pipeline}"
         if self.passes:
             s += "(" + ",".join(self.passes) + ")"
+        if self.dlight:
+            s += "(" + ",".join(self.dlight) + ")"
         return s + ("/compiled" if self.exec_mode == "compiled" else "")
 
 
@@ -113,16 +138,36 @@ def random_passes(ch: Chooser, n: int) -> list[str]:
     return out
 
 
-def random_variant(ch: Chooser, cuda: bool = False, schedules: bool = False) -> Variant:
+def gpu_variant(ch: Chooser, kind: str) -> Variant:
+    """A compile-only GPU variant: the target with a drawn arch (CUDA) and thread limit, built
+    by its default pipeline, or with dlight's rules one at a time (each with Fallback for the
+    kernels it declines) or its whole default list."""
+    target: dict = {"kind": kind}
+    if kind == "cuda":
+        target["arch"] = ch.choice(CUDA_ARCHS)
+    if ch.boolean(0.5):
+        target["max_num_threads"] = ch.choice(GPU_THREADS[kind])
+    how = ch.integer(0, 9)
+    if how < 3:
+        return Variant(target, "target")
+    if how < 5:
+        return Variant(target, "dlight", dlight=list(DLIGHT_RULES))
+    rule = ch.choice(DLIGHT_RULES[:-1])
+    return Variant(target, "dlight", dlight=[rule, "Fallback"])
+
+
+def random_variant(ch: Chooser, cuda: bool = False, schedules: bool = False,
+                   gpus: tuple = ()) -> Variant:
     """One alternative variant: another opt level or CPU, the C backend, another pipeline, a
-    random pass order, the compiled exec mode, or (when asked) CUDA or a random schedule of
-    the legalized PrimFuncs."""
+    random pass order, the compiled exec mode, or (when asked) a GPU target (``gpus``; ``cuda``
+    is ``gpus=("cuda",)``) or a random schedule of the legalized PrimFuncs."""
+    gpus = tuple(gpus) or (("cuda",) if cuda else ())
     r = ch.integer(0, 99)
     if schedules and ch.boolean(0.2):
         target = {"kind": "llvm", "opt-level": ch.integer(0, 3)}
         return Variant(target, "scheduled", schedule_seed=ch.integer(0, 2**31 - 1))
-    if cuda and r < 20:
-        return Variant({"kind": "cuda", "arch": "sm_90"}, "target")
+    if gpus and r < 20 + 5 * (len(gpus) - 1):
+        return gpu_variant(ch, ch.choice(gpus))
     if r < 15:
         return Variant({"kind": "c"}, "default")
     target = {"kind": "llvm", "opt-level": ch.integer(0, 3)}
@@ -137,8 +182,11 @@ def random_variant(ch: Chooser, cuda: bool = False, schedules: bool = False) -> 
 def runnable_here(variant) -> bool:
     """Can this host run what the variant builds: a GPU for CUDA, the CPU features code for
     its -mcpu needs (else it is compile-only)."""
-    if variant["target"].get("kind", "llvm") == "cuda":
+    kind = variant["target"].get("kind", "llvm")
+    if kind == "cuda":
         return gpu_available()
+    if kind not in ("llvm", "c"):
+        return False   # a GPU target with no device here: compile-only
     needs = _CPU_NEEDS.get(variant["target"].get("mcpu", ""))
     return needs is not None and set(needs) <= _host_cpu_flags()
 
@@ -180,10 +228,10 @@ SCHEDULE_PASS = "tvmfuzz.RandomSchedule"   # the pass name tvmfuzz's own schedul
 # s_tir schedule drawn from the variant's seed (``build`` below), in a repro.py the replay of
 # the schedule that was applied, as TVM's own trace (worker.schedule_trace.replay_traces).
 def target_for(variant):
-    """The TVM target of a variant (a dict as 0.27 takes it; CUDA gets an llvm host)."""
+    """The TVM target of a variant (a dict as 0.27 takes it; a GPU target gets an llvm host)."""
     import tvm
 
-    if variant["target"].get("kind", "llvm") == "cuda":
+    if variant["target"].get("kind", "llvm") not in ("llvm", "c"):
         return tvm.target.Target(variant["target"], host={"kind": "llvm"})
     return tvm.target.Target(variant["target"])
 
@@ -214,6 +262,23 @@ def pipeline_for(variant, target, schedule=None):
         pipeline = tvm.transform.Sequential(
             [getattr(relax.transform, p)() for p in variant.get("passes") or []]
             + [relax.pipeline.default_build_pipeline()])
+    elif kind == "dlight":
+        from tvm.s_tir import dlight as dl
+
+        rules = [getattr(dl.gpu, r)() for r in variant.get("dlight") or ["Fallback"]]
+        legalize = [relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(),
+                    relax.transform.FoldConstant(), relax.transform.FuseOps(),
+                    relax.transform.FuseTIR(), dl.ApplyDefaultSchedule(*rules)]
+        # The target's default pipeline with these rules in place of its own list. Its
+        # backend module directly: 0.27's relax.pipeline.dataflow_lower_passes asks
+        # relax.backend.cuda for a name that package does not export (AttributeError).
+        import importlib
+
+        backend = importlib.import_module("tvm.relax.backend." + (
+            "cuda.pipeline" if target.kind.name == "cuda" else "gpu_generic.pipeline"))
+        pipeline = tvm.transform.Sequential(
+            backend.library_dispatch_passes(target) + legalize
+            + backend.dataflow_lower_passes(target) + backend.finalize_passes(target))
     elif kind == "scheduled":
         if schedule is None:
             raise ValueError("the scheduled pipeline needs the schedule to apply")
@@ -353,8 +418,15 @@ def nvcc_for(ex, variant) -> None:
     src = cuda_source(ex)
     if src:
         with target_for(variant):   # nvcc reads the arch from the current target
-            nvcc.compile_cuda(src, target_format="cubin", arch=variant["target"].get("arch"),
-                              compiler="nvcc")
+            try:
+                nvcc.compile_cuda(src, target_format="cubin",
+                                  arch=variant["target"].get("arch"), compiler="nvcc")
+            except RuntimeError as e:
+                # TVM's message is the whole source, then nvcc's output: keep nvcc's errors
+                out = str(e).split("Compilation error:")[-1].strip().splitlines()
+                errors = [ln.strip() for ln in out if "error" in ln or "fatal" in ln]
+                raise RuntimeError("nvcc refused the CUDA source: "
+                                   + " | ".join(errors[:3] or out[:3])) from None
 
 
 def nvcc_compile(ex, v: Variant) -> None:
