@@ -49,3 +49,29 @@ def test_a_module_of_primfuncs_only_is_tvmfuzz_s_limit_not_a_tvm_crash(tmp_path)
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)
     assert (got["verdict"], got["kind"]) == ("invalid", "unsupported_input"), got
+
+
+def test_first_verdict_comes_before_the_repeats_and_a_budget_cuts_them(tmp_path):
+    """A large module takes minutes a run: the verdict is printed after the first run, and
+    the repeats stop at --budget (JSON: times = the runs made)."""
+    f = tmp_path / "user.py"
+    f.write_text(USER)
+    r = _replay(f, "--times", "2")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("verdict: fail") and "first run" in lines[0], r.stdout
+    assert any("more times" in ln for ln in lines[1:-1]) and lines[-1] == "reproduced 2/2"
+    r = _replay(f, "--times", "4", "--budget", "0s", "--format", "json")
+    got = json.loads(r.stdout)
+    assert (got["times"], got["asked"], got["reproduced"]) == (1, 4, 1), got
+    assert "budget" in got["stopped"]
+
+
+def test_the_time_limit_grows_with_the_module():
+    from worker.replay import auto_timeout, text_bindings
+
+    lines = "".join(f"        v{i}: R.Tensor((), \"float32\") = R.add(x, x)\n"
+                    for i in range(20000))
+    n = text_bindings(lines)
+    assert n == 20000
+    assert auto_timeout(120, 10) == 120 and auto_timeout(120, n) >= 300
