@@ -205,6 +205,8 @@ def reduce_case(program: Program, *, signature: Optional[str] = None,
         driver = Driver(oracle.test, ops.smaller, width=pool.size, log=log, on_accept=progress,
                         deadline=None if time_budget is None else t0 + time_budget,
                         structure=ops.structure)
+        unit = "statements" if program.ir == "tir" else "bindings"
+        driver.size = lambda p: f"{ops.size(p)} {unit}"
         best, cancelled = _run(driver, start, ops.passes(start, first), max_rounds, log)
         outcome = _final_outcome(oracle, best, first, interesting)
         script, module_json = _print_case(pool, best, outcome)
@@ -336,6 +338,7 @@ def reduce_script(text: str, *, signature: Optional[str] = None,
                         on_accept=progress,
                         deadline=None if time_budget is None else t0 + time_budget,
                         structure=script_structure)
+        driver.size = lambda t: f"{script_bindings(t)} bindings"
         start, how = _canonical_start(pool, oracle, text, limit(script_bindings(text)),
                                       near_valid)
         log(f"starting from the {how} module")
