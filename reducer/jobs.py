@@ -77,7 +77,7 @@ def ir_split(job: dict) -> dict:
     n, out = len(s), []
 
     def add(how: str, keep, lo: int = -1, hi: int = -1, level: int = 0) -> None:
-        rec = {"how": how, "lo": lo, "hi": hi, "level": level, "size": len(keep)}
+        rec = {"how": how, "lo": lo, "hi": hi, "level": level, "size": len(s.closure(keep))}
         try:
             rec["text"] = _print(s.module(keep))
         except Refused as e:

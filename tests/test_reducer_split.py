@@ -63,3 +63,31 @@ def test_the_passes_alone_take_more_calls_on_the_same_module(tmp_path):
     _minimal(red)
     assert red.stats["oracle_calls"] > SPLIT_CALLS, red.stats
     assert red.stats["count_jobs"] + red.stats["apply_jobs"] > 10
+
+
+TUPLE = '''# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4,), "float32")):
+        with R.dataflow():
+            a = R.add(x, x)
+            t = R.split(a, 2)
+            b = t[0]
+            c = R.add(b, b)
+            R.output(c)
+        return c
+'''
+
+
+def test_a_cut_never_falls_on_a_value_no_parameter_can_stand_for():
+    from reducer.jobs import _parse, _print
+    from reducer.passes.ir.windows import Slicer
+
+    s = Slicer(_parse(TUPLE))
+    assert s.closure([2, 3]) == [1, 2, 3]          # b = t[0] brings the tuple t along
+    text = _print(s.module([2, 3]))
+    assert [a.arg for a in _main(text).args.args] == ["a"]
+    assert script_bindings(text) == 3 and "R.split(" in text

@@ -4,7 +4,8 @@ ranges from one parse instead of listing elements for ddmin).
 
 A slice keeps a set of main's bindings in their order. Values it uses from bindings outside
 the slice become parameters of their type (the dependency closure is cut there, so the
-candidate stays well formed); what the kept bindings make and nothing kept uses, or what the
+candidate stays well formed), except values no parameter can stand for (tuples, shapes,
+tensors of unknown shape), whose bindings the slice keeps too; what the kept bindings make and nothing kept uses, or what the
 rest of the function used, is returned (a tuple when there are several), so no kept binding
 is dead. Functions other than main stay as they are."""
 from __future__ import annotations
@@ -30,6 +31,7 @@ class Slicer:
                      for fv in self.free]
         self.ret_uses = {self.defined[v] for v in relax.analysis.free_vars(self.func.body.body)
                          if v in self.defined}
+        self.param_ok = [makeable(b.var.ty) for b in self.bs]
         self.block = [bi for bi, blk in enumerate(self.func.body.blocks) for _ in blk.bindings]
         self.in_df = [isinstance(blk, relax.DataflowBlock) for blk in self.func.body.blocks
                       for _ in blk.bindings]
@@ -47,13 +49,25 @@ class Slicer:
                     todo.append(j)
         return sorted(seen)
 
+    def closure(self, keep: Iterable[int]) -> list[int]:
+        """``keep`` with the bindings of the values it uses that cannot be parameters (no
+        concrete tensor type: tuples, shapes, symbolic shapes), and theirs, so that a cut
+        never falls on one of them."""
+        kept, todo = set(keep), list(keep)
+        while todo:
+            for j in self.uses[todo.pop()]:
+                if j not in kept and not self.param_ok[j]:
+                    kept.add(j)
+                    todo.append(j)
+        return sorted(kept)
+
     def module(self, keep: Iterable[int]):
         """The module whose main keeps exactly the bindings ``keep`` (indices into main's
         flattened bindings); raises Refused when a cut value cannot be a parameter or TVM
         refuses the result."""
         _, _, relax, Subst = tvm_api()
         bs, func = self.bs, self.func
-        keep = sorted(set(keep))
+        keep = self.closure(keep)
         if not keep:
             raise Refused("empty slice")
         kept = set(keep)
@@ -67,8 +81,6 @@ class Slicer:
         # Values made outside the slice and used in it: new parameters, in binding order.
         for j in sorted({j for i in keep for j in self.uses[i] if j not in kept}):
             v = bs[j].var
-            if not makeable(v.ty):
-                raise Refused(f"{v.name} has no concrete type for a parameter")
             var_map[v] = relax.Var(v.name, v.ty)
             params.append(var_map[v])
         # What the slice returns: kept values that dropped bindings or the body used, and
