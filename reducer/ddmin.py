@@ -65,7 +65,7 @@ class Driver:
         secs = time.monotonic() - self._t0
         size = self.size(state)
         return ((f"{size}, " if size is not None else "")
-                + f"{calls} candidates judged, {calls / secs if secs else 0:.2f}/s")
+                + f"{calls} candidates judged, {rate(calls, secs)}")
 
     def _check_time(self):
         if self.deadline is not None and time.monotonic() > self.deadline:
@@ -138,6 +138,13 @@ class Driver:
             if self.accepted == before:
                 break
         return state
+
+
+def rate(calls: int, secs: float) -> str:
+    """Judging speed for the log: calls a second, or seconds a call when they are slow."""
+    if calls and secs / calls >= 10:
+        return f"{secs / calls:.0f} s a call"
+    return f"{calls / secs if secs else 0:.2f} calls/s"
 
 
 def _describe(p, state, chunk: range, n: int):

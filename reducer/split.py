@@ -20,6 +20,7 @@ import re
 import time
 from typing import Callable, Optional
 
+from .ddmin import rate
 from .oracle import Oracle
 from .pool import SandboxPool
 from .size import script_bindings
@@ -59,7 +60,7 @@ class Split:
         calls = self.oracle.stats["calls"] - self._calls0
         secs = time.monotonic() - self._t0
         self.log(f"  split: {before} -> {after} bindings ({how}); {calls} oracle calls, "
-                 f"{calls / secs if secs else 0:.2f} calls/s, {secs:.0f} s")
+                 f"{rate(calls, secs)}, {secs:.0f} s")
 
     def _test(self, texts: list[str], size: int) -> list[bool]:
         """The oracle's verdicts, under a time limit for modules of ``size`` bindings."""
