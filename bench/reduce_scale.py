@@ -49,10 +49,11 @@ def chain_module(n: int, bad_at: int | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run(n: int, jobs: int, split: bool, out: Path, log) -> dict:
+def run(n: int, jobs: int, split: bool, out: Path, log, budget=None) -> dict:
     text = chain_module(n)
     t0 = time.monotonic()
-    red = reduce_script(text, jobs=jobs, out_dir=out / f"n{n}", log=log, split=split)
+    red = reduce_script(text, jobs=jobs, out_dir=out / f"n{n}", log=log, split=split,
+                        time_budget=budget)
     st = red.stats
     return {"bindings": n, "seconds": round(time.monotonic() - t0, 1),
             "oracle_calls": st["oracle_calls"], "cache_hits": st["cache_hits"],
@@ -60,7 +61,7 @@ def run(n: int, jobs: int, split: bool, out: Path, log) -> dict:
             "split_jobs": st.get("split_jobs", 0), "split_calls": st.get("split_calls", 0),
             "split_seconds": st.get("split_seconds", 0.0),
             "count_jobs": st.get("count_jobs", 0), "apply_jobs": st.get("apply_jobs", 0),
-            "bindings_after": st["bindings_after"],
+            "bindings_after": st["bindings_after"], "stopped_early": st["stopped_early"],
             "reproduced": (red.outcome.reproduction or {}).get("reproduced"),
             "reduced": red.script}
 
@@ -72,6 +73,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-split", action="store_true", help="delta passes only (the old path)")
     ap.add_argument("--out", default=None, help="where the reductions are written")
     ap.add_argument("--json", default=None, help="also write the figures to this file")
+    ap.add_argument("--time", type=float, default=None,
+                    help="seconds per reduction, then keep the smallest so far (as --time)")
     ap.add_argument("--quiet", action="store_true", help="no reducer log")
     a = ap.parse_args(argv)
     out = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="reduce-scale-"))
@@ -79,12 +82,14 @@ def main(argv=None) -> int:
     for n in (int(s) for s in a.sizes.split(",")):
         print(f"== {n} bindings", flush=True)
         r = run(n, a.jobs, not a.no_split, out,
-                (lambda s: None) if a.quiet else (lambda s: print("   ", s, flush=True)))
+                (lambda s: None) if a.quiet else (lambda s: print("   ", s, flush=True)),
+                a.time)
         rows.append(r)
         print(f"   {r['seconds']} s, {r['oracle_calls']} oracle calls "
               f"({r['split_calls']} by the split, {r['split_jobs']} split jobs in "
               f"{r['split_seconds']} s), {r['count_jobs'] + r['apply_jobs']} pass jobs, "
-              f"-> {r['bindings_after']} bindings, reproduced {r['reproduced']}/3",
+              f"-> {r['bindings_after']} bindings, reproduced {r['reproduced']}/3"
+              + (" (stopped at --time)" if r["stopped_early"] else ""),
               flush=True)
         if a.json:
             Path(a.json).write_text(json.dumps(rows, indent=1))
