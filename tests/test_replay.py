@@ -75,3 +75,35 @@ def test_the_time_limit_grows_with_the_module():
     n = text_bindings(lines)
     assert n == 20000
     assert auto_timeout(120, 10) == 120 and auto_timeout(120, n) >= 300
+
+
+def test_the_first_verdict_is_handed_out_before_any_repeat_runs(tmp_path, monkeypatch):
+    """on_first is called after exactly one run; the repeats then stop at the budget."""
+    from fuzz.outcome import Outcome
+    from worker import replay
+
+    runs = []
+
+    class FakeSandbox:
+        def run(self, job):
+            runs.append(job)
+            o = Outcome("fail", "crash", "build", error_type="E", message="m", seconds=0.01)
+            return {"status": "ok", "result": o.to_json()}
+
+    class FakeRunner:
+        def __init__(self, **kw):
+            self.sandbox, self.timeout = FakeSandbox(), kw["timeout"]
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(replay, "SandboxRunner", FakeRunner)
+    f = tmp_path / "user.py"
+    f.write_text(USER)
+    seen = []
+    got = replay.replay_file(f, times=4, on_first=lambda r: seen.append((len(runs), r)))
+    assert [n for n, _ in seen] == [1] and seen[0][1]["times"] == 1
+    assert got["times"] == got["reproduced"] == 4 and got["timeout"] == 120.0
+    runs.clear()
+    got = replay.replay_file(f, times=4, budget=0.0)
+    assert len(runs) == 1 and got["times"] == 1 and got["asked"] == 4
