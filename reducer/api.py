@@ -339,13 +339,16 @@ def reduce_script(text: str, *, signature: Optional[str] = None,
                         deadline=None if time_budget is None else t0 + time_budget,
                         structure=script_structure)
         driver.size = lambda t: f"{script_bindings(t)} bindings"
-        start, how = _canonical_start(pool, oracle, text, limit(script_bindings(text)),
-                                      near_valid)
-        log(f"starting from the {how} module")
-        if how == "printed":
-            best, cancelled = _run(driver, start, ir_passes_for(session), max_rounds, log)
+        if split is not None and split.interrupted:
+            best, cancelled, how = text, True, "split"
         else:
-            best, cancelled = _line_reduce(start, oracle, driver, log), False
+            start, how = _canonical_start(pool, oracle, text, limit(script_bindings(text)),
+                                          near_valid)
+            log(f"starting from the {how} module")
+            if how == "printed":
+                best, cancelled = _run(driver, start, ir_passes_for(session), max_rounds, log)
+            else:
+                best, cancelled = _line_reduce(start, oracle, driver, log), False
         outcome = _final_outcome(oracle, best, first, interesting)
         stats = _stats(oracle, driver, t0, cancelled, script_bindings(original),
                        script_bindings(best), script_bindings(best))

@@ -51,6 +51,7 @@ class Split:
         self.width, self.log, self.on_accept, self.smaller = max(1, width), log, on_accept, \
             smaller
         self.deadline = deadline
+        self.interrupted = False   # Ctrl-C: the reduction ends with the module reached
         self.stats = {"split_jobs": 0, "split_calls": 0, "split_accepted": 0,
                       "split_seconds": 0.0}
         self._t0 = time.monotonic()
@@ -100,7 +101,8 @@ class Split:
                     break
                 cur = nxt
         except KeyboardInterrupt:
-            self.log("  split: interrupted; going on from the smallest module so far")
+            self.interrupted = True
+            self.log("  split: interrupted; keeping the smallest module so far")
         finally:
             self.stats["split_seconds"] = round(time.monotonic() - t0, 2)
         return cur
