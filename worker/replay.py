@@ -100,8 +100,10 @@ def replay_file(path: Path, times: int = 3, timeout: Optional[float] = None,
             spent = time.monotonic() - t0
             each = spent / len(outcomes)
             if budget is not None and spent + each > budget:
-                stopped = (f"{times - len(outcomes)} more runs not made: runs take about "
-                           f"{each:.0f} s and another would pass the {budget:.0f} s budget")
+                left = times - len(outcomes)
+                stopped = (f"{left} more run{'s' if left > 1 else ''} not made: runs take "
+                           f"about {each:.0f} s and another would pass the {budget:.0f} s "
+                           "budget")
                 break
             outcomes.append(outcome_from_result(runner.sandbox.run(job)))
     except KeyboardInterrupt:
