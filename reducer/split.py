@@ -111,7 +111,11 @@ class Split:
         job = {"kind": "reducer.ir_split", "text": cur, "near_valid": self.near_valid,
                "hints": self.hints, "names": self.names, "levels": LEVELS}
         self.stats["split_jobs"] += 1
+        t0 = time.monotonic()
         r = self.pool.run(job, self.timeout_for(n))
+        if r.get("status") == "ok" and time.monotonic() - t0 >= 10:
+            self.log(f"  split: {n} bindings parsed and {len(r['result']['slices'])} slices "
+                     f"printed in {time.monotonic() - t0:.0f} s")
         if r.get("status") != "ok":
             self.log(f"  split: slicing a module of {n} bindings failed in the sandbox "
                      f"({r.get('status')}: {str(r.get('error', ''))[:120]}); the passes go on "
