@@ -17,11 +17,14 @@ result's size, and the growth of time and calls from one size to the next.
 Measured (TVM 0.27, -j 1, 2 cores shared with other jobs, load average 4-6; TVM alone parses
 20,000 of these bindings in 51 s on a quieter moment of the same machine):
 
-    bindings  split: seconds  calls  split jobs  pass jobs | passes alone: seconds  calls  pass jobs
-       1,000            15.9     15           4          4 |                 104.2     19         28
-       5,000           110.4     16           4          4 |                 712.9     23         32
-      20,000           656.2     18           5          4 |                (not run: each of ~30 pass
-                                                           |                 jobs parses 20k bindings)
+                       split                 |       passes alone
+    bindings   seconds  calls  split/pass jobs  |  seconds  calls  pass jobs
+       1,000      15.9     15        4 / 4      |    104.2     19         28
+       5,000     110.4     16        4 / 4      |    712.9     23         32
+      20,000     656.2     18        5 / 4      |  not run (~30 pass jobs, each
+      20,000     640.4     18        5 / 4      |  parsing 20,000 bindings)
+
+(The two 20,000 runs: first replay 109 s and 204 s, split 532 s and 418 s, by the load.)
 
 At 20,000: the first replay 109 s (the input is replayed once, being slow), the split 532 s
 (the first round's job parses 20,000 bindings; windows without the bug are judged in full:

@@ -5,9 +5,9 @@ ranges from one parse instead of listing elements for ddmin).
 A slice keeps a set of main's bindings in their order. Values it uses from bindings outside
 the slice become parameters of their type (the dependency closure is cut there, so the
 candidate stays well formed), except values no parameter can stand for (tuples, shapes,
-tensors of unknown shape), whose bindings the slice keeps too; what the kept bindings make and nothing kept uses, or what the
-rest of the function used, is returned (a tuple when there are several), so no kept binding
-is dead. Functions other than main stay as they are."""
+tensors of unknown shape), whose bindings the slice keeps too; what the kept bindings make
+and nothing kept uses, or what the rest of the function used, is returned (a tuple when
+there are several), so no kept binding is dead. Functions other than main stay as they are."""
 from __future__ import annotations
 
 from typing import Iterable
