@@ -23,13 +23,14 @@ from worker.script_guard import comment_imports, user_script_problem
 from worker.user_input import InputError, case_problem, read_input
 
 from .ddmin import Cancelled, Driver
-from .oracle import CaseSubject, Oracle, ScriptSubject
+from .oracle import CaseSubject, Oracle, ScriptSubject, sha256
 from .output import OutDir
 from .passes import registry
 from .passes.model import size as MS
 from .passes.model.context import ModelContext
 from .pool import SandboxPool
 from .size import script_bindings, script_smaller, script_structure
+from .split import SPLIT_FROM, Split, message_names
 
 REPLAYS = 3
 
@@ -91,9 +92,20 @@ def check_user_script(text: str, where: str = "input") -> None:
 
 
 # --- the checks before reducing -------------------------------------------------------------
-def _stable_signature(oracle: Oracle, subject_label: str, cand, want: Optional[str]) -> Outcome:
-    outs = oracle.run([cand] * REPLAYS)
-    oracle.stats["replays"] += REPLAYS
+LONG_RUN = 30.0   # seconds: an input this slow to judge is replayed once before reducing
+
+
+def _stable_signature(oracle: Oracle, subject_label: str, cand, want: Optional[str],
+                      log: Callable[[str], None] = lambda s: None) -> Outcome:
+    outs = oracle.run([cand])
+    if outs[0].seconds < LONG_RUN or outs[0].kind in ("hang", "lost"):
+        outs += oracle.run([cand] * (REPLAYS - 1))
+    else:
+        # A large module: minutes a run. The reduced result is replayed REPLAYS times at the
+        # end, and an unstable failure shows there as a reproduction rate below REPLAYS.
+        log(f"the input took {outs[0].seconds:.0f} s to judge: replayed once, not "
+            f"{REPLAYS} times (the reduced result is replayed {REPLAYS} times)")
+    oracle.stats["replays"] += len(outs)
     first = outs[0]
     verdicts = collections.Counter(o.verdict for o in outs)
     if first.kind == "not_tvmscript":
@@ -103,6 +115,10 @@ def _stable_signature(oracle: Oracle, subject_label: str, cand, want: Optional[s
         raise ReduceError(f"the {subject_label} does not fail: it builds, runs and agrees in "
                           f"{REPLAYS} of {REPLAYS} runs; there is nothing to reduce")
     sigs = collections.Counter(o.signature for o in outs)
+    if first.kind == "hang" and len(sigs) == 1:
+        log(f"the {subject_label} timed out after {oracle.timeout or oracle.pool.timeout:.0f} s"
+            " in every run: reducing the hang (if it is only slow, stop and give a longer "
+            "--timeout)")
     if len(sigs) > 1:
         listed = "; ".join(f"{n}x {s or 'pass'}" for s, n in sigs.most_common())
         raise ReduceError(f"the {subject_label} fails only sometimes ({listed}); an unstable "
@@ -131,6 +147,14 @@ def _stable_cmd(oracle: Oracle, subject_label: str, cand) -> None:
     if not all(got):
         raise ReduceError(f"the {subject_label} is interesting only sometimes ({sum(got)} of "
                           f"{REPLAYS}); an unstable test cannot drive a reduction")
+
+
+def _size_timeout(timeout: float) -> Callable[[int], float]:
+    """The time limit for a run of a module of n bindings: ``timeout``, or more for a large
+    one (worker.replay.auto_timeout: a guess at TVM's parse and build times)."""
+    from worker.replay import auto_timeout
+
+    return lambda n: auto_timeout(timeout, n)
 
 
 def _candidate_timeout(first: Optional[Outcome], timeout: float) -> float:
@@ -183,6 +207,8 @@ def reduce_case(program: Program, *, signature: Optional[str] = None,
         driver = Driver(oracle.test, ops.smaller, width=pool.size, log=log, on_accept=progress,
                         deadline=None if time_budget is None else t0 + time_budget,
                         structure=ops.structure)
+        unit = "statements" if program.ir == "tir" else "bindings"
+        driver.size = lambda p: f"{ops.size(p)} {unit}"
         best, cancelled = _run(driver, start, ops.passes(start, first), max_rounds, log)
         outcome = _final_outcome(oracle, best, first, interesting)
         script, module_json = _print_case(pool, best, outcome)
@@ -269,15 +295,17 @@ def reduce_script(text: str, *, signature: Optional[str] = None,
                   variants: Optional[list] = None, input_seed: int = 0,
                   near_valid: bool = False, inputs_by_name: Optional[dict] = None,
                   pool: Optional[SandboxPool] = None, write: bool = True,
-                  jail=None) -> Reduction:
+                  jail=None, split: bool = True) -> Reduction:
     """Reduce a TVMScript module. ``variants``: judge under these compile variants (as a
     case found with them) instead of the plain llvm build of ``tvmfuzz replay``;
     ``near_valid``: the module is ill-formed on purpose; ``inputs_by_name``: input shapes
-    for parameters whose type does not give one (see worker.script_judge)."""
+    for parameters whose type does not give one (see worker.script_judge); ``split``: cut
+    a module of ``SPLIT_FROM`` bindings or more by dependency-aware slices first
+    (reducer.split; off: the delta passes alone, for comparison)."""
     from .script_passes import IRSession, ir_passes_for
 
     check_user_script(text)
-    text = comment_imports(text)
+    text = original = comment_imports(text)
     t0 = time.monotonic()
     writer = OutDir(out_dir) if out_dir is not None and write else None
     own = pool is None
@@ -286,28 +314,50 @@ def reduce_script(text: str, *, signature: Optional[str] = None,
         subject = ScriptSubject(variants, input_seed, near_valid, inputs_by_name)
         oracle = Oracle(subject, pool, signature or "", interesting,
                         Path(out_dir) / "slippage" if out_dir else None)
-        first = _check_start(oracle, "TVMScript file", text, signature, interesting)
+        # A large module takes long to parse: its runs get a limit that grows with it.
+        limit = _size_timeout(timeout)
+        oracle.timeout = limit(script_bindings(text))
+        first = _check_start(oracle, "TVMScript file", text, signature, interesting, log)
         oracle.target_sig = first.signature if first is not None else signature or ""
-        oracle.timeout = _candidate_timeout(first, timeout)
         from .hints import op_hints
 
-        session = IRSession(pool, timeout, near_valid, op_hints(first))
         progress = _Progress(writer, PARTIAL + "case.py", subject.text)
+        if split and script_bindings(text) >= SPLIT_FROM:
+            # Cut big slices first, each round from one parse in the sandbox (reducer.split).
+            split = Split(oracle, pool, timeout_for=limit, hints=op_hints(first),
+                          names=message_names(first), near_valid=near_valid, width=pool.size,
+                          log=log, on_accept=progress, smaller=script_smaller,
+                          deadline=None if time_budget is None else t0 + time_budget)
+            text = split.run(text)
+        else:
+            split = None
+        # The time limit of the state the passes start from (its outcome is cached when the
+        # split reached it).
+        oracle.timeout = _candidate_timeout(oracle.outcomes.get(sha256(text), first),
+                                            limit(script_bindings(text)))
+        session = IRSession(pool, limit(script_bindings(text)), near_valid, op_hints(first))
         driver = Driver(oracle.test, script_smaller, width=pool.size, log=log,
                         on_accept=progress,
                         deadline=None if time_budget is None else t0 + time_budget,
                         structure=script_structure)
-        start, how = _canonical_start(pool, oracle, text, timeout, near_valid)
-        log(f"starting from the {how} module")
-        if how == "printed":
-            best, cancelled = _run(driver, start, ir_passes_for(session), max_rounds, log)
+        driver.size = lambda t: f"{script_bindings(t)} bindings"
+        if split is not None and split.interrupted:
+            best, cancelled, how = text, True, "split"
         else:
-            best, cancelled = _line_reduce(start, oracle, driver, log), False
+            start, how = _canonical_start(pool, oracle, text, limit(script_bindings(text)),
+                                          near_valid)
+            log(f"starting from the {how} module")
+            if how == "printed":
+                best, cancelled = _run(driver, start, ir_passes_for(session), max_rounds, log)
+            else:
+                best, cancelled = _line_reduce(start, oracle, driver, log), False
         outcome = _final_outcome(oracle, best, first, interesting)
-        stats = _stats(oracle, driver, t0, cancelled, script_bindings(text),
+        stats = _stats(oracle, driver, t0, cancelled, script_bindings(original),
                        script_bindings(best), script_bindings(best))
         stats.update(start=how, **{k: v for k, v in session.stats.items()})
-        red = Reduction("script", text, best, oracle.target_sig or outcome.signature,
+        if split is not None:
+            stats.update(split.stats)
+        red = Reduction("script", original, best, oracle.target_sig or outcome.signature,
                         outcome, best, stats, dict(oracle.slipped),
                         writer.path if writer else None, writer,
                         _repro_extras(pool, best, outcome, "", variants, near_valid))
@@ -323,13 +373,14 @@ def reduce_script(text: str, *, signature: Optional[str] = None,
             pool.close()
 
 
-def _check_start(oracle: Oracle, label: str, cand, signature, interesting) -> Optional[Outcome]:
+def _check_start(oracle: Oracle, label: str, cand, signature, interesting,
+                 log: Callable[[str], None] = lambda s: None) -> Optional[Outcome]:
     """The input's outcome, the same in every replay; None under ``interesting`` (the command
     decides what is kept: nothing is judged, the target signature is ``signature``)."""
     if interesting:
         _stable_cmd(oracle, label, cand)
         return None
-    return _stable_signature(oracle, label, cand, signature)
+    return _stable_signature(oracle, label, cand, signature, log)
 
 
 def _run(driver: Driver, state, passes, max_rounds: int, log) -> tuple[Any, bool]:

@@ -35,7 +35,7 @@ def run_reduce(input_spec: str, signature: Optional[str], interesting: Optional[
         common = dict(signature=signature, interesting=interesting, jobs=jobs, out_dir=out_dir,
                       timeout=timeout, python=python or sys.executable, log=echo,
                       time_budget=time_budget, jail=jail)
-        echo(f"reducing {input_spec} ({kind}); replaying it 3 times first")
+        echo(f"reducing {input_spec} ({kind}); replaying it first")
         red = (reduce_case(value, **common) if kind == "case" else reduce_script(value, **common))
     except ReduceError as e:
         raise click.ClickException(str(e))

@@ -56,6 +56,16 @@ class Driver:
         self.no_progress = 0  # candidates built but not smaller than the state
         # name -> [oracle candidates, accepted, no_progress]
         self.per_pass: dict[str, list[int]] = {}
+        self.size: Callable[[State], Any] = lambda s: None   # for the log: the state's size
+        self._t0 = time.monotonic()
+
+    def _rate(self, state: State) -> str:
+        """Where the reduction is, for the log: size, candidates judged, judged per second."""
+        calls = sum(v[0] for v in self.per_pass.values())
+        secs = time.monotonic() - self._t0
+        size = self.size(state)
+        return ((f"{size}, " if size is not None else "")
+                + f"{calls} candidates judged, {rate(calls, secs)}")
 
     def _check_time(self):
         if self.deadline is not None and time.monotonic() > self.deadline:
@@ -113,7 +123,7 @@ class Driver:
             chunks = [h for c in sorted(refused, key=lambda r: r.start) if len(c) > 1
                       for h in _halves(c)]
         if changed:
-            self.log(f"  {p.name}: changed {len(changed)} of {n}")
+            self.log(f"  {p.name}: changed {len(changed)} of {n} ({self._rate(best)})")
         elif n_built and not n_smaller:
             self.log(f"  {p.name}: no progress: {n_built} candidates, none smaller")
         return best
@@ -123,10 +133,18 @@ class Driver:
             before = self.accepted
             for p in passes:
                 state = self.run_pass(state, p)
-            self.log(f"round {rnd + 1}: {self.accepted - before} changes accepted")
+            self.log(f"round {rnd + 1}: {self.accepted - before} changes accepted "
+                     f"({self._rate(state)})")
             if self.accepted == before:
                 break
         return state
+
+
+def rate(calls: int, secs: float) -> str:
+    """Judging speed for the log: calls a second, or seconds a call when they are slow."""
+    if calls and secs / calls >= 10:
+        return f"{secs / calls:.0f} s a call"
+    return f"{calls / secs if secs else 0:.2f} calls/s"
 
 
 def _describe(p, state, chunk: range, n: int):

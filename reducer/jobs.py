@@ -62,5 +62,51 @@ def ir_apply(job: dict) -> dict:
     return {"texts": texts, "why": why}
 
 
+def ir_split(job: dict) -> dict:
+    """Slices of main cut from one parse of a (large) module (reducer.split): each binding
+    the failure names alone and its cone of influence (``hints``: ops; ``names``: words of
+    the message, matched against binding variables), then the windows of a binary tree over
+    the bindings, ``levels`` deep, halves first. Text None where TVM refuses the slice."""
+    from .hints import matches
+    from .passes.ir.helpers import Refused, tvm_api
+    from .passes.ir.windows import Slicer
+
+    _, _, relax, _ = tvm_api()
+    nv = job.get("near_valid", False)
+    s = Slicer(_parse(job["text"], nv), not nv)
+    n, out = len(s), []
+
+    def add(how: str, keep, lo: int = -1, hi: int = -1, level: int = 0) -> None:
+        rec = {"how": how, "lo": lo, "hi": hi, "level": level, "size": len(s.closure(keep))}
+        try:
+            rec["text"] = _print(s.module(keep))
+        except Refused as e:
+            rec["text"], rec["why"] = None, str(e)[:200]
+        out.append(rec)
+
+    hints, names = job.get("hints") or [], set(job.get("names") or [])
+
+    def named(b) -> bool:
+        op = getattr(b.value, "op", None) if isinstance(b.value, relax.Call) else None
+        return (b.var.name in names
+                or (op is not None and hasattr(op, "name") and matches(str(op.name), hints)))
+
+    idx = [i for i, b in enumerate(s.bs) if named(b)] if (hints or names) else []
+    if 0 < len(idx) <= int(job.get("max_named", 4)):
+        for i in idx:
+            add("binding", [i], i, i + 1)
+        for i in idx:
+            c = s.cone(i)
+            if 1 < len(c) < n:
+                add("cone", c, i, i + 1)
+    nodes = [(0, n)]
+    for level in range(1, int(job.get("levels", 3)) + 1):
+        nodes = [h for lo, hi in nodes if hi - lo > 1
+                 for h in ((lo, (lo + hi + 1) // 2), ((lo + hi + 1) // 2, hi))]
+        for lo, hi in nodes:
+            add("window", range(lo, hi), lo, hi, level)
+    return {"bindings": n, "slices": out}
+
+
 KINDS = {"reducer.ir_canon": ir_canon, "reducer.ir_count": ir_count,
-         "reducer.ir_apply": ir_apply}
+         "reducer.ir_apply": ir_apply, "reducer.ir_split": ir_split}

@@ -6,6 +6,7 @@ reduction's candidates often crash their process, and a batch would fork again a
 """
 from __future__ import annotations
 
+import os
 import queue
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -39,11 +40,14 @@ class SandboxPool:
         sb = self._free.get()
         try:
             if timeout is not None and timeout != sb.timeout:
-                old, sb.timeout = sb.timeout, float(timeout)
+                # The CPU backstop follows the wall-clock limit (as Sandbox sets it).
+                old = sb.timeout, sb.cpu_s
+                sb.timeout = float(timeout)
+                sb.cpu_s = max(old[1], sb.timeout * (os.cpu_count() or 1) + 5)
                 try:
                     return sb.run(job)
                 finally:
-                    sb.timeout = old
+                    sb.timeout, sb.cpu_s = old
             return sb.run(job)
         finally:
             self._free.put(sb)

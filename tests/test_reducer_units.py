@@ -161,8 +161,9 @@ def test_stability_check_refuses_flaky_and_passing_inputs():
         def __init__(self, outs):
             self.outs, self.stats = outs, {"replays": 0}
 
-        def run(self, cands):
-            return self.outs
+        def run(self, cands):   # the next outcomes, one per candidate
+            out, self.outs = self.outs[:len(cands)], self.outs[len(cands):]
+            return out
 
     crash = Outcome("fail", "crash", "build", message="X")
     other = Outcome("fail", "crash", "run", message="Y")
@@ -173,6 +174,11 @@ def test_stability_check_refuses_flaky_and_passing_inputs():
     with pytest.raises(ReduceError, match="does not fail"):
         _stable_signature(Fake([Outcome("pass")] * 3), "case", None, None)
     assert _stable_signature(Fake([crash] * 3), "case", None, None) is crash
+    # An input that takes minutes to judge (a large module) is replayed once, not three times.
+    slow = Outcome("fail", "crash", "build", message="X", seconds=100.0)
+    fake, said = Fake([slow, other, other]), []
+    assert _stable_signature(fake, "script", None, None, said.append) is slow
+    assert len(fake.outs) == 2 and fake.stats["replays"] == 1 and "replayed once" in said[0]
 
 
 def test_script_sizes_and_imports():

@@ -413,28 +413,46 @@ def smoke(budget, cases, seed, baseline, update_baseline, out, extra_passes, cor
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True)
 @click.option("--times", type=click.IntRange(min=1), default=3, show_default=True,
-              help="replays; the reproduction rate is how many gave the first signature")
-@click.option("--timeout", type=Duration(), default="120s", show_default=True)
+              help="runs; the reproduction rate is how many gave the first signature")
+@click.option("--timeout", type=Duration(), default=None,
+              help="limit per run [default: 120s, more for a large module: about 3x the "
+                   "time TVM is expected to take to parse and build it]")
+@click.option("--budget", type=Duration(), default="5m", show_default=True,
+              help="no further run once another would pass this much time in all (the "
+                   "first run always happens; Ctrl-C also stops the repeats)")
 @TVM_PYTHON
 @ENV_OPT
 @JAIL_OPT
-def replay(case, fmt, times, timeout, tvm_python, env_version, jail_on):
-    """Re-run a saved case (JSON) or any TVMScript file in the sandbox; print the verdict."""
+def replay(case, fmt, times, timeout, budget, tvm_python, env_version, jail_on):
+    """Re-run a saved case (JSON) or any TVMScript file in the sandbox; print the verdict
+    (text: as soon as the first run gives it), then how often it reproduced."""
     from worker.replay import load_job, replay_file
 
     tvm_python = _tvm_python(env_version, tvm_python)
     load_job(Path(case))   # bad input: one line before the jail or TVM starts
+
+    def first(r: dict) -> None:
+        click.echo(f"verdict: {r['verdict']}  kind: {r['kind'] or '-'}  "
+                   f"(first run, {r['seconds']:.1f} s)")
+        if r["kind"] == "hang":
+            click.echo(f"timed out after {r['timeout']:.0f} s; use --timeout to allow "
+                       "longer")
+        if r["signature"]:
+            click.echo(f"signature: {r['signature']}")
+            click.echo(f"bug: {r['bug_id']} ({r['status']}: {r['reason']})")
+            click.echo(f"message: {r['message']}")
+        if times > 1:
+            click.echo(f"replaying it {times - 1} more times for the reproduction rate "
+                       "(Ctrl-C stops)")
+
     result = replay_file(Path(case), times=times, timeout=timeout,
-                         python=tvm_python or sys.executable, jail=_jail(jail_on, DEFAULT_CORPUS))
+                         python=tvm_python or sys.executable, jail=_jail(jail_on, DEFAULT_CORPUS),
+                         on_first=first if fmt == "text" else None, budget=budget)
     if fmt == "json":
         click.echo(json.dumps(result, indent=1))
     else:
-        click.echo(f"verdict: {result['verdict']}  kind: {result['kind'] or '-'}  "
-                   f"reproduced {result['reproduced']}/{result['times']}")
-        if result["signature"]:
-            click.echo(f"signature: {result['signature']}")
-            click.echo(f"bug: {result['bug_id']} ({result['status']}: {result['reason']})")
-            click.echo(f"message: {result['message']}")
+        click.echo(f"reproduced {result['reproduced']}/{result['times']}"
+                   + (f" ({result['stopped']})" if result["stopped"] else ""))
     sys.exit(0)
 
 

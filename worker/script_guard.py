@@ -193,22 +193,49 @@ class _Checker:
                 bindings.append((names(n.target), n.iter))
             elif isinstance(n, ast.withitem) and n.optional_vars is not None:
                 bindings.append((names(n.optional_vars), n.context_expr))
-        stringy = {"metadata"}
+        # A binding may hold a str when its value (outside ``TypeVar("n")`` calls, which bind
+        # a TypeVar) has a str or bytes literal or the name ``str`` in it, or a name that may.
+        # Propagated along a worklist from the names each value mentions: linear in the
+        # module (a fixpoint re-reading every binding per new name was quadratic, minutes
+        # for a module of 20,000 bindings).
+        def scan(e) -> tuple[bool, set]:
+            direct, used, todo = False, set(), [e]
+            while todo:
+                x = todo.pop()
+                if isinstance(x, ast.Constant):
+                    direct = direct or isinstance(x.value, (str, bytes))
+                elif isinstance(x, ast.Name):
+                    if x.id == "str":
+                        direct = True
+                    used.add(x.id)
+                elif isinstance(x, ast.Call) and isinstance(x.func, ast.Name) \
+                        and x.func.id == "TypeVar":
+                    continue
+                else:
+                    todo.extend(ast.iter_child_nodes(x))
+            return direct, used
 
-        def may_str(e) -> bool:
-            if isinstance(e, ast.Constant):
-                return isinstance(e.value, (str, bytes))
-            if isinstance(e, ast.Name):
-                return e.id in stringy or e.id == "str"
-            if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == "TypeVar":
-                return False                    # n = TypeVar("n") binds a TypeVar
-            return any(may_str(c) for c in ast.iter_child_nodes(e))
-
-        while True:
-            more = {n for targets, value in bindings if may_str(value) for n in targets}
-            if more <= stringy:
-                return stringy
-            stringy |= more
+        users: dict = {}        # name -> bindings whose value mentions it
+        stringy: set = set()
+        queue = ["metadata"]
+        fired = [False] * len(bindings)
+        for k, (targets, value) in enumerate(bindings):
+            direct, used = scan(value)
+            for n in used:
+                users.setdefault(n, []).append(k)
+            if direct:
+                fired[k] = True
+                queue += targets
+        while queue:
+            n = queue.pop()
+            if n in stringy:
+                continue
+            stringy.add(n)
+            for k in users.get(n, ()):
+                if not fired[k]:
+                    fired[k] = True
+                    queue += bindings[k][0]
+        return stringy
 
     # --- reporting -----------------------------------------------------------------------
     def fail(self, node, msg: str):
