@@ -34,7 +34,7 @@ from .catalogue.elementwise import Binary, Unary
 from .catalogue.spec import FLOATS, Value, within
 from .choice import Chooser, RandomChooser
 from .generate import GenContext, _op_table, apply_op
-from .model import Block, Function, Node, Program, TensorTy, TupleTy
+from .model import Function, Node, Program, TensorTy, TupleTy
 from .retype import IllFormed, check_uniform, retype, uniform_dtypes
 
 

@@ -164,6 +164,18 @@ def reduce_case(program: Program, *, signature: Optional[str] = None,
                 python: str = sys.executable, log: Callable[[str], None] = lambda s: None,
                 max_rounds: int = 12, time_budget: Optional[float] = None,
                 pool: Optional[SandboxPool] = None, write: bool = True, jail=None) -> Reduction:
+    if program.ir == "seeded":
+        # A seeded finding is frozen to its mutant's TVMScript: reduced as text, judged
+        # under the variants it failed with (the passes that broke it) and its input seed.
+        if program.mutant is None:
+            raise ReduceError("a seeded case that was not frozen to its mutant: replay it "
+                              "in a campaign first (the mutant is made in the sandbox)")
+        return reduce_script(program.mutant, signature=signature, interesting=interesting,
+                             jobs=jobs, out_dir=out_dir, timeout=timeout, python=python,
+                             log=log, max_rounds=max_rounds, time_budget=time_budget,
+                             variants=program.meta.get("variants"),
+                             input_seed=int(program.meta.get("seed") or 0), pool=pool,
+                             write=write, jail=jail)
     t0 = time.monotonic()
     writer = OutDir(out_dir) if out_dir is not None and write else None
     own = pool is None

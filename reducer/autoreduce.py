@@ -47,7 +47,7 @@ class AutoReducer:
                 self.done.append(bucket)
                 self.echo(f"reduced bucket {bucket}: {red.stats.get('bindings_before', '?')} -> "
                           f"{red.stats.get('bindings_after', '?')} "
-                          f"{'statements' if red.reduced.ir == 'tir' else 'bindings'} "
+                          f"{'statements' if getattr(red.reduced, 'ir', '') == 'tir' else 'bindings'} "
                           f"({self.out_dir / 'reduced' / bucket})")
             except ReduceError as e:   # flaky, or fails differently alone: say so, go on
                 self.failed[bucket] = str(e).splitlines()[0][:200]
