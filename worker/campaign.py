@@ -343,10 +343,10 @@ class CampaignConfig:
     # passes reducer.autoreduce.AutoReducer (this layer does not import the reducer). None: off.
     reduce: Optional[Callable] = None
     ir: tuple = ("relax",)       # which IRs to generate: relax, tir, seeded (needs seeds)
-    seeds: Optional[list] = None  # worker.seeds.Seed list (tvmfuzz run --seeds)
-    seeds_dir: Optional[str] = None   # where they came from (kept for --resume)
     schedules: bool = False      # random s_tir schedules on TIR cases
     features: dict = field(default_factory=dict)   # release features (release_features)
+    seeds: Optional[list] = None  # worker.seeds.Seed list (tvmfuzz run --seeds)
+    seeds_dir: Optional[str] = None   # where they came from (kept for --resume)
 
 
 def _worker(cfg: CampaignConfig, plan: SeedPlan, results: queue.Queue, stop: threading.Event,
