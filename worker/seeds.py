@@ -20,12 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+import fuzz
 from fuzz.choice import RandomChooser
 from fuzz.model import Program
 
 from .variants import BASE, Variant, random_passes
 
-DEFAULT_DIR = Path(__file__).resolve().parent.parent / "fuzz" / "seeds"
+DEFAULT_DIR = Path(fuzz.__file__).resolve().parent / "seeds"   # package data
 SEEDED_SHARE = 0.5   # of cases, when a campaign also generates cases (--ir relax,tir,seeded)
 
 
