@@ -487,6 +487,13 @@ def report_input(kind: str, subject_value, *, out_dir: Path, timeout: float = 60
                  input_seed: int = 0, jail=None) -> Reduction:
     """repro.py and report.md for a failing case or TVMScript file as it is (no reduction):
     replayed three times in the sandbox first, refused when it passes or is unstable."""
+    if kind == "case" and subject_value.ir == "seeded":   # its frozen mutant, as text
+        if subject_value.mutant is None:
+            raise ReduceError("a seeded case that was not frozen to its mutant has no module "
+                              "to report: replay it in a campaign first")
+        kind, variants = "script", subject_value.meta.get("variants")
+        input_seed = int(subject_value.meta.get("seed") or 0)
+        subject_value = subject_value.mutant
     writer = OutDir(out_dir)
     t0 = time.monotonic()
     with SandboxPool(1, timeout, python=python, jail=jail) as pool:

@@ -12,7 +12,8 @@ class Module:
              ) -> R.Tensor((1, 8, 8, 8), "float32"):
         with R.dataflow():
             c = R.nn.conv2d(x, w, padding=[1, 1, 1, 1])
-            bn = R.nn.batch_norm(c, gamma, beta, mean, R.abs(var), axis=1, epsilon=1e-5)
+            bn = R.nn.batch_norm(c, gamma, beta, mean, R.abs(var), axis=1, epsilon=1e-5,
+                                 training=False)
             y0 = bn[0]
             y = R.nn.relu(y0)
             R.output(y)
