@@ -251,7 +251,6 @@ def test_run_seeds_stores_findings_as_the_corpus_does(tmp_path):
         store.close()
 
 
-@pytest.mark.slow
 def test_a_frozen_seeded_finding_reduces_as_text_and_repro_reproduces(tmp_path):
     from reducer.api import reduce_case
 
