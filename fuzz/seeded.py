@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, ClassVar, Optional
 
 SCHEMA_VERSION = 1
 
@@ -30,8 +30,8 @@ class SeededCase:
     # seed (the case seed: mutations, inputs), variants, mutations (applied, when frozen)
     meta: dict[str, Any] = field(default_factory=dict)
 
-    ir = "seeded"
-    functions: tuple = ()          # no program model: known-bug rules match no op here
+    ir: ClassVar[str] = "seeded"
+    functions: ClassVar[tuple] = ()   # no program model: known-bug rules match no op here
 
     def ops(self) -> list[str]:
         """What the campaign's op coverage counts: none (the module is text)."""
