@@ -22,7 +22,6 @@ from typing import Any, Callable
 
 import fuzz
 from fuzz.choice import RandomChooser
-from fuzz.model import Program
 
 from .variants import BASE, Variant, random_passes
 
