@@ -165,17 +165,10 @@ def reduce_case(program: Program, *, signature: Optional[str] = None,
                 max_rounds: int = 12, time_budget: Optional[float] = None,
                 pool: Optional[SandboxPool] = None, write: bool = True, jail=None) -> Reduction:
     if program.ir == "seeded":
-        # A seeded finding is frozen to its mutant's TVMScript: reduced as text, judged
-        # under the variants it failed with (the passes that broke it) and its input seed.
-        if program.mutant is None:
-            raise ReduceError("a seeded case that was not frozen to its mutant: replay it "
-                              "in a campaign first (the mutant is made in the sandbox)")
-        return reduce_script(program.mutant, signature=signature, interesting=interesting,
-                             jobs=jobs, out_dir=out_dir, timeout=timeout, python=python,
-                             log=log, max_rounds=max_rounds, time_budget=time_budget,
-                             variants=program.meta.get("variants"),
-                             input_seed=int(program.meta.get("seed") or 0), pool=pool,
-                             write=write, jail=jail)
+        return _reduce_seeded(program, signature=signature, interesting=interesting,
+                              jobs=jobs, out_dir=out_dir, timeout=timeout, python=python,
+                              log=log, max_rounds=max_rounds, time_budget=time_budget,
+                              pool=pool, write=write, jail=jail)
     t0 = time.monotonic()
     writer = OutDir(out_dir) if out_dir is not None and write else None
     own = pool is None
@@ -214,6 +207,49 @@ def reduce_case(program: Program, *, signature: Optional[str] = None,
 
             write_outputs(red)
         return red
+    finally:
+        if own:
+            pool.close()
+
+
+def _reduce_seeded(program, *, signature, interesting, pool, log, timeout, jobs, python,
+                   jail, **common) -> Reduction:
+    """A seeded finding is frozen to its mutant's TVMScript: it is reduced as text
+    (``reduce_script``), judged under the variants it failed with and its input seed; first
+    the passes of its pass-sequence variant that the failure does not need are dropped, one
+    at a time, each drop kept while the signature stays."""
+    if program.mutant is None:
+        raise ReduceError("a seeded case that was not frozen to its mutant: replay it in a "
+                          "campaign first (the mutant is made in the sandbox)")
+    from worker import cases
+
+    own = pool is None
+    pool = pool or SandboxPool(jobs, timeout, python=python, jail=jail)
+    try:
+        text, seed = program.mutant, int(program.meta.get("seed") or 0)
+        variants = [dict(v) for v in program.meta.get("variants") or []]
+
+        def sig(vs) -> str:
+            from worker.sandbox_runner import outcome_from_result
+
+            return outcome_from_result(pool.run(cases.job(text, variants=vs,
+                                                          input_seed=seed))).signature
+
+        want = signature or ("" if interesting else sig(variants))
+        for v in variants:
+            passes = list(v.get("passes") or [])
+            for i in reversed(range(len(passes))) if want and len(passes) > 1 else ():
+                shorter = passes[:i] + passes[i + 1:]
+                v["passes"] = shorter
+                if sig(variants) == want:
+                    passes = shorter
+                v["passes"] = passes
+        if variants != program.meta.get("variants"):
+            log("pass sequence shortened to " + "; ".join(
+                ",".join(v.get("passes") or []) for v in variants if v.get("passes")))
+        return reduce_script(text, signature=signature, interesting=interesting, jobs=jobs,
+                             timeout=timeout, python=python, log=log, variants=variants,
+                             input_seed=seed, pool=pool, jail=jail, **common)
     finally:
         if own:
             pool.close()
