@@ -94,6 +94,9 @@ def case_hash(prog: Program) -> str:
 def case_size(prog: Program) -> tuple[int, int, int]:
     """How big a case is, for picking a bucket's representative: op nodes first, then all
     nodes, then the JSON's length (a deterministic tie-break)."""
+    if prog.ir == "seeded":   # TVMScript text (fuzz.seeded): its lines stand for nodes
+        n = len(prog.text.splitlines())
+        return n, n, len(prog.dumps())
     if prog.ir == "tir":   # statements stand for nodes
         from fuzz.tir.model import walk
 

@@ -193,6 +193,10 @@ class Program:
             from .tir.model import TirProgram
 
             return TirProgram.from_json(d)
+        if d.get("kind") == "seeded":   # a TVMScript seed and its mutation (fuzz.seeded)
+            from .seeded import SeededCase
+
+            return SeededCase.from_json(d)
         if d.get("schema") != SCHEMA_VERSION:
             raise ValueError(f"unsupported case schema {d.get('schema')!r}")
 

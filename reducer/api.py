@@ -188,6 +188,11 @@ def reduce_case(program: Program, *, signature: Optional[str] = None,
                 python: str = sys.executable, log: Callable[[str], None] = lambda s: None,
                 max_rounds: int = 12, time_budget: Optional[float] = None,
                 pool: Optional[SandboxPool] = None, write: bool = True, jail=None) -> Reduction:
+    if program.ir == "seeded":
+        return _reduce_seeded(program, signature=signature, interesting=interesting,
+                              jobs=jobs, out_dir=out_dir, timeout=timeout, python=python,
+                              log=log, max_rounds=max_rounds, time_budget=time_budget,
+                              pool=pool, write=write, jail=jail)
     t0 = time.monotonic()
     writer = OutDir(out_dir) if out_dir is not None and write else None
     own = pool is None
@@ -228,6 +233,49 @@ def reduce_case(program: Program, *, signature: Optional[str] = None,
 
             write_outputs(red)
         return red
+    finally:
+        if own:
+            pool.close()
+
+
+def _reduce_seeded(program, *, signature, interesting, pool, log, timeout, jobs, python,
+                   jail, **common) -> Reduction:
+    """A seeded finding is frozen to its mutant's TVMScript: it is reduced as text
+    (``reduce_script``), judged under the variants it failed with and its input seed; first
+    the passes of its pass-sequence variant that the failure does not need are dropped, one
+    at a time, each drop kept while the signature stays."""
+    if program.mutant is None:
+        raise ReduceError("a seeded case that was not frozen to its mutant: replay it in a "
+                          "campaign first (the mutant is made in the sandbox)")
+    from worker import cases
+
+    own = pool is None
+    pool = pool or SandboxPool(jobs, timeout, python=python, jail=jail)
+    try:
+        text, seed = program.mutant, int(program.meta.get("seed") or 0)
+        variants = [dict(v) for v in program.meta.get("variants") or []]
+
+        def sig(vs) -> str:
+            from worker.sandbox_runner import outcome_from_result
+
+            return outcome_from_result(pool.run(cases.job(text, variants=vs,
+                                                          input_seed=seed))).signature
+
+        want = signature or ("" if interesting else sig(variants))
+        for v in variants:
+            passes = list(v.get("passes") or [])
+            for i in reversed(range(len(passes))) if want and len(passes) > 1 else ():
+                shorter = passes[:i] + passes[i + 1:]
+                v["passes"] = shorter
+                if sig(variants) == want:
+                    passes = shorter
+                v["passes"] = passes
+        if variants != program.meta.get("variants"):
+            log("pass sequence shortened to " + "; ".join(
+                ",".join(v.get("passes") or []) for v in variants if v.get("passes")))
+        return reduce_script(text, signature=signature, interesting=interesting, jobs=jobs,
+                             timeout=timeout, python=python, log=log, variants=variants,
+                             input_seed=seed, pool=pool, jail=jail, **common)
     finally:
         if own:
             pool.close()
@@ -526,6 +574,13 @@ def report_input(kind: str, subject_value, *, out_dir: Path, timeout: float = 60
                  input_seed: int = 0, jail=None) -> Reduction:
     """repro.py and report.md for a failing case or TVMScript file as it is (no reduction):
     replayed three times in the sandbox first, refused when it passes or is unstable."""
+    if kind == "case" and subject_value.ir == "seeded":   # its frozen mutant, as text
+        if subject_value.mutant is None:
+            raise ReduceError("a seeded case that was not frozen to its mutant has no module "
+                              "to report: replay it in a campaign first")
+        kind, variants = "script", subject_value.meta.get("variants")
+        input_seed = int(subject_value.meta.get("seed") or 0)
+        subject_value = subject_value.mutant
     writer = OutDir(out_dir)
     t0 = time.monotonic()
     with SandboxPool(1, timeout, python=python, jail=jail) as pool:

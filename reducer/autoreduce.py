@@ -45,9 +45,10 @@ class AutoReducer:
                                   python=self.python or sys.executable,
                                   time_budget=self.budget)
                 self.done.append(bucket)
+                # A seeded finding reduces as TVMScript text (red.reduced is a str then).
+                unit = "statements" if getattr(red.reduced, "ir", "") == "tir" else "bindings"
                 self.echo(f"reduced bucket {bucket}: {red.stats.get('bindings_before', '?')} -> "
-                          f"{red.stats.get('bindings_after', '?')} "
-                          f"{'statements' if red.reduced.ir == 'tir' else 'bindings'} "
+                          f"{red.stats.get('bindings_after', '?')} {unit} "
                           f"({self.out_dir / 'reduced' / bucket})")
             except ReduceError as e:   # flaky, or fails differently alone: say so, go on
                 self.failed[bucket] = str(e).splitlines()[0][:200]

@@ -43,7 +43,7 @@ def run_reduce(input_spec: str, signature: Optional[str], interesting: Optional[
         raise click.ClickException(f"cannot write results: {e}")
     st = red.stats
     echo(f"signature: {red.signature}")
-    unit = "statements" if kind == "case" and red.reduced.ir == "tir" else "bindings"
+    unit = "statements" if getattr(red.reduced, "ir", "") == "tir" else "bindings"
     echo(f"reduced {st['bindings_before']} -> {st['bindings_after']} {unit} with "
          f"{st['oracle_calls']} oracle calls ({st['cache_hits']} cached, "
          f"{st['skipped_before_sandbox']} ill-formed candidates skipped) in {st['seconds']} s"

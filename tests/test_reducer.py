@@ -12,7 +12,7 @@ import pytest
 from tvmfuzz.cli import main
 from fuzz.model import Block, Function, Node, Param, Program, TensorTy
 from reducer.api import reduce_case
-from reducer.retype import retype
+from fuzz.retype import retype
 
 F32, F16 = TensorTy([4, 8], "float32"), TensorTy([4, 8], "float16")
 COSH = "unknown intrinsic Op(tirx.cosh)"

@@ -15,7 +15,7 @@ from reducer.passes import registry
 from reducer.passes.base import ModelPass
 from reducer.passes.model.context import ModelContext
 from reducer.passes.model.size import smaller
-from reducer.retype import retype
+from fuzz.retype import retype
 
 VARIANTS = [{"target": {"kind": "llvm", "mcpu": "haswell"}, "pipeline": "passes",
              "passes": ["LegalizeOps", "FuseOps"], "exec_mode": "compiled"},

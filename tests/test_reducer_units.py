@@ -16,7 +16,7 @@ from reducer.passes.model.remove_nodes import RemoveNodes
 from reducer.passes.model.shrink_dims import ShrinkDims
 from reducer.passes.model.shrink_outputs import ShrinkOutputs
 from reducer.passes.model.size import smaller
-from reducer.retype import IllFormed, frozen_nodes, retype
+from fuzz.retype import IllFormed, frozen_nodes, retype
 from reducer.size import script_bindings, script_size_key
 
 

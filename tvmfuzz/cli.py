@@ -234,12 +234,18 @@ def gen(count, seed, out, mode, ops, ir, axis_separators):
               help="reduce each new bucket in the background into OUT/reduced/<bucket>/")
 @click.option("--in-flight", type=click.IntRange(min=0), default=0, show_default=True,
               help="with --broker: batches out at once (0: worker processes + 2)")
-@click.option("--ir", "ir", default="relax,tir", show_default=True,
-              help="comma list of the IRs to generate: relax (graph programs), tir (PrimFuncs)")
+@click.option("--ir", "ir", default=None,
+              help="comma list of the IRs to generate: relax (graph programs), tir (PrimFuncs), "
+                   "seeded (mutants of --seeds modules; alone: only those)  [default: relax,tir;"
+                   " with --seeds: relax,tir,seeded, half the cases seeded]")
 @click.option("--schedules/--no-schedules", default=True, show_default=True,
               help="apply random s_tir schedule primitives to some TIR cases")
+@click.option("--seeds", "seeds_spec", default=None, metavar="DIR",
+              help="mutate these real modules too: TVMScript *.py and case *.json files; "
+                   "'default' is the set shipped with tvmfuzz")
 def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_dir, tvm_python,
-        env_version, auto_reduce, broker, insecure_broker, in_flight, ir, schedules):
+        env_version, auto_reduce, broker, insecure_broker, in_flight, ir, schedules,
+        seeds_spec):
     """A campaign on this machine: generate, compile and run (llvm plus a random variant) in
     crash-isolated sandboxes, judge, keep every finding. With --broker, the cases run on
     Celery workers instead (see `tvmfuzz worker`)."""
@@ -255,9 +261,31 @@ def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_di
         _check_broker_url(broker, insecure_broker)
     elif insecure_broker:
         raise click.UsageError("--insecure-broker: only with --broker")
+    ir = ir or "relax,tir"
     irs = tuple(dict.fromkeys(t.strip() for t in ir.split(",") if t.strip()))
-    if not irs or set(irs) - {"relax", "tir"}:
-        raise click.UsageError(f"--ir: {ir!r}: give relax, tir or relax,tir")
+    if not irs or set(irs) - {"relax", "tir", "seeded"}:
+        raise click.UsageError(f"--ir: {ir!r}: give relax, tir, seeded or a comma list of them")
+    if resume and seeds_spec is None:   # a resumed campaign mutates the seeds it had
+        try:
+            seeds_spec = json.loads((Path(out) / "campaign.json").read_text()).get("seeds")
+        except (OSError, ValueError):
+            pass
+    seeds = None
+    if seeds_spec is not None or "seeded" in irs:
+        from worker.seeds import SeedError, load_seeds
+
+        seeds_spec = seeds_spec or "default"
+        if "seeded" not in irs:
+            irs += ("seeded",)
+        if broker is not None:
+            raise click.UsageError("--seeds: not in distributed mode yet (the workers would "
+                                   "need the seed files); run it locally")
+        try:
+            seeds = load_seeds(seeds_spec, note=click.echo)
+        except SeedError as e:
+            raise click.UsageError(str(e))
+        if seeds_spec != "default":
+            seeds_spec = str(Path(seeds_spec).resolve())
     kinds = tuple(t.strip() for t in targets.split(",") if t.strip())
     bad = [k for k in kinds if k not in TARGET_KINDS]
     if bad or not kinds:
@@ -291,7 +319,8 @@ def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_di
     try:
         run_campaign(budget, out_dir, seed, mode, echo=click.echo, replays=replays,
                      tvm_python=tvm_python, jobs=jobs, targets=kinds, resume=resume, live=live,
-                     corpus=Path(corpus_dir), reduce=reducer, ir=irs, schedules=schedules)
+                     corpus=Path(corpus_dir), reduce=reducer, ir=irs, schedules=schedules,
+                     seeds=seeds, seeds_dir=seeds_spec if seeds else None)
     except CorpusError as e:
         raise click.UsageError(str(e))
     sys.exit(0)

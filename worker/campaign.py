@@ -24,6 +24,7 @@ from fuzz.generate import generate
 from fuzz.outcome import Outcome
 
 from fuzz.signature import bug_id, short
+from .seeds import freeze_mutant
 from .variants import BASE, GPU_KINDS, nvcc_available, random_variant
 
 NEAR_VALID_SHARE = 0.15
@@ -65,9 +66,17 @@ def case_ir(seed: int, ir=("relax",)) -> str:
 
 
 def make_case(seed: int, mode: Optional[str], targets=TARGET_KINDS, ir=("relax",),
-              schedules: bool = False, features: Optional[dict] = None):
+              schedules: bool = False, features: Optional[dict] = None,
+              seeds: Optional[list] = None):
     """The case of a seed: its IR, program, compile variants and (TIR) schedule all follow
-    from the seed, so a case is regenerated exactly from (seed, options)."""
+    from the seed, so a case is regenerated exactly from (seed, options). With ``seeds``
+    (``worker.seeds``) and ``seeded`` in ``ir``, some or all cases mutate a seed module."""
+    if seeds and "seeded" in ir:
+        from .seeds import seeded_case, takes
+
+        if takes(seed, ir):
+            return seeded_case(seed, seeds)
+        ir = tuple(i for i in ir if i != "seeded")
     if case_ir(seed, ir) == "tir":
         return make_tir_case(seed, case_mode(seed, mode), schedules, features)
     prog = generate(seed, mode=case_mode(seed, mode))
@@ -367,9 +376,11 @@ class CampaignConfig:
     # with submit(bucket, prog, signature) and close() -> waiting buckets; the command line
     # passes reducer.autoreduce.AutoReducer (this layer does not import the reducer). None: off.
     reduce: Optional[Callable] = None
-    ir: tuple = ("relax",)       # which IRs to generate: relax, tir
+    ir: tuple = ("relax",)       # which IRs to generate: relax, tir, seeded (needs seeds)
     schedules: bool = False      # random s_tir schedules on TIR cases
     features: dict = field(default_factory=dict)   # release features (release_features)
+    seeds: Optional[list] = None  # worker.seeds.Seed list (tvmfuzz run --seeds)
+    seeds_dir: Optional[str] = None   # where they came from (kept for --resume)
 
 
 def _worker(cfg: CampaignConfig, plan: SeedPlan, results: queue.Queue, stop: threading.Event,
@@ -378,8 +389,8 @@ def _worker(cfg: CampaignConfig, plan: SeedPlan, results: queue.Queue, stop: thr
     try:
         while not stop.is_set():
             seeds = plan.take()
-            progs = [make_case(s, cfg.mode, cfg.targets, cfg.ir, cfg.schedules, cfg.features)
-                     for s in seeds]
+            progs = [make_case(s, cfg.mode, cfg.targets, cfg.ir, cfg.schedules, cfg.features,
+                               cfg.seeds) for s in seeds]
             outcomes = runner.run_many(progs)
             for prog, outcome in zip(progs, outcomes):
                 # Replays draw the same schedule from the case seed; Recorder.record freezes
@@ -454,6 +465,7 @@ class Recorder:
             if outcome.verdict in ("fail", "invalid"):
                 script = next(scripts)
                 freeze_schedule(prog, outcome)
+                freeze_mutant(prog, outcome, script)
                 save_case(self.cfg.out_dir, prog, outcome, script)
                 if self.store is not None and outcome.verdict == "fail":
                     bucket, new = self.store.add_finding(
@@ -491,9 +503,11 @@ def run_campaign(budget_s: float, out_dir: Path, seed: int = 0, mode: Optional[s
                  resume: bool = False, live: Optional[bool] = None,
                  corpus: Optional[Path] = None, reduce: Optional[Callable] = None,
                  ir=("relax",),
-                 schedules: bool = False) -> dict:
+                 schedules: bool = False, seeds: Optional[list] = None,
+                 seeds_dir: Optional[str] = None) -> dict:
     cfg = CampaignConfig(budget_s, out_dir, seed, mode, jobs, tuple(targets), replays,
-                         tvm_python, resume, live, corpus, reduce, tuple(ir), schedules)
+                         tvm_python, resume, live, corpus, reduce, tuple(ir), schedules,
+                         seeds=seeds, seeds_dir=seeds_dir)
     from .sandbox_runner import SandboxRunner
 
     def make_runner():
@@ -550,7 +564,7 @@ def _save_state(out_dir: Path, plan: SeedPlan, stats: Stats, cfg: CampaignConfig
                 before: dict, extra: Optional[dict] = None) -> None:
     _write(out_dir / "campaign.json", json.dumps({
         "watermark": plan.watermark(), "mode": cfg.mode, "ir": list(cfg.ir),
-        "schedules": cfg.schedules,
+        "schedules": cfg.schedules, **({"seeds": cfg.seeds_dir} if cfg.seeds_dir else {}),
         "cases": before.get("cases", 0) + stats.cases, **(extra or {})}))
 
 

@@ -8,6 +8,7 @@ A case is a value of one kind:
 | ``relax`` | a Relax program model (``fuzz.model.Program``, ``ir == "relax"``) | ``worker.execute.compile_and_run`` |
 | ``tir`` | a TIR PrimFunc model (``fuzz.tir.model.TirProgram``) | ``worker.tir_execute.run_tir_case`` |
 | ``tvmscript`` | TVMScript text: a user's module, a reducer's candidate | ``worker.script_judge.judge_script`` |
+| ``seeded`` | a TVMScript seed and its mutation (``fuzz.seeded.SeededCase``) | ``worker.seed_mutate.judge_seeded`` |
 
 Relax models and text share one judging loop (``worker.execute.judge_module``); they differ
 only in how the module is made and what gives the inputs and the reference. TIR cases have
@@ -153,7 +154,29 @@ class ScriptCase(CaseKind):
                             bool(job.get("near_valid")), job.get("inputs_by_name"))
 
 
-KINDS: tuple[CaseKind, ...] = (RelaxCase(), TirCase(), ScriptCase())
+class SeededKind(_ModelCase):
+    """A TVMScript seed mutated in the child (``worker.seed_mutate``), or the mutant a finding
+    froze. Its text is checked by the script guard before it is sent and again in the child."""
+
+    name, job_kind, ir = "seeded", "seeded", "seeded"
+
+    def job(self, value, variants: Optional[list] = None, input_seed: Optional[int] = None,
+            near_valid: bool = False, by_name: Optional[dict] = None) -> dict:
+        from .script_guard import check_script
+
+        check_script(value.seed_text)   # never send text that could run code on parse
+        if value.mutant is not None:
+            check_script(value.mutant)
+        return super().job(value, variants, input_seed)
+
+    def judge(self, job: dict) -> Outcome:
+        from .seed_mutate import judge_seeded
+
+        case = self._program(job)
+        return judge_seeded(case, self._variants(job, case) or [], job.get("input_seed", 0))
+
+
+KINDS: tuple[CaseKind, ...] = (RelaxCase(), TirCase(), ScriptCase(), SeededKind())
 
 
 def kind_of(value: Any) -> CaseKind:
@@ -168,6 +191,8 @@ def kind_of_job(job: dict) -> CaseKind:
     """The kind of the case a judging job carries."""
     if job.get("kind") == "script":
         return KINDS[2]
+    if job.get("kind") == "seeded":
+        return KINDS[3]
     return KINDS[1] if (job.get("program") or {}).get("kind") == "tir" else KINDS[0]
 
 

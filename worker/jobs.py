@@ -42,6 +42,10 @@ def _print(job: dict) -> dict:
     from fuzz.model import Program
 
     prog = Program.from_json(job["program"])
+    if prog.ir == "seeded":   # the mutant's text (mutated again, deterministically)
+        from worker.seed_mutate import mutant_text
+
+        return {"script": mutant_text(prog)[1]}
     if prog.ir == "tir":
         from fuzz.compat import has_axis_separators
         from fuzz.tir.render import SCRIPT_HEADER, to_tvmscript

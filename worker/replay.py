@@ -43,7 +43,7 @@ def _bug(path: Path, job: dict, outcome: Outcome) -> dict:
     corpus and campaigns would file it; a TVMScript file has no case to match known bugs on."""
     if outcome.verdict != "fail":
         return {"bug_id": "", "bug_key": "", "status": "", "reason": ""}
-    if job["kind"] == "case":
+    if job["kind"] in ("case", "seeded"):
         prog = read_input(path)[1]
         key, (status, why) = root_key(prog, outcome), auto_status(prog, outcome)
     else:

@@ -100,6 +100,11 @@ def case_problem(prog: Program) -> Optional[str]:
     from . import tir_passes
     from .variants import RELAX_PASSES
 
+    if prog.ir == "seeded":   # its text is parsed in the sandbox: the script guard first
+        for what, text in (("seed", prog.seed_text), ("mutant", prog.mutant)):
+            problem = text is not None and user_script_problem(text, f"its {what}")
+            if problem:
+                return problem
     ir = "tir" if prog.ir == "tir" else "relax"
     known_passes = set(tir_passes.ALL_PASSES) if ir == "tir" else set(RELAX_PASSES)
     variants = prog.meta.get("variants") or []

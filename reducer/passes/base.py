@@ -15,7 +15,7 @@ from typing import Optional
 
 from fuzz.model import Program
 
-from ..retype import IllFormed, check_uniform, retype
+from fuzz.retype import IllFormed, check_uniform, retype
 from .ir.helpers import KEEP_DECLARED, Refused, finish
 from .model.context import ModelContext, reference_ok
 from .tir.helpers import defined_ok

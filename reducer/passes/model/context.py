@@ -8,7 +8,7 @@ from fuzz.model import Program
 from fuzz.outcome import Outcome
 
 from ...hints import op_hints
-from ...retype import frozen_nodes, uniform_dtypes
+from fuzz.retype import frozen_nodes, uniform_dtypes
 
 
 @dataclass

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from fuzz.model import Function, Node, TensorTy
 
-from ...retype import IllFormed
+from fuzz.retype import IllFormed
 from ..base import ModelPass
 from .helpers import declared, drop_nodes, free_signature, param_for, runtime, same
 

@@ -1,4 +1,5 @@
-"""Cheap well-formedness of a reduction candidate, checked in this process before the sandbox.
+"""Cheap well-formedness of a program model (a reduction candidate, a mutated seed), checked in
+this process before the sandbox.
 
 An edit (a node removed, a dim shrunk, a dtype changed) can leave a program that TVM would
 refuse to construct: that costs a sandbox run and can never be interesting. ``retype`` walks the
