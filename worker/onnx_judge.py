@@ -1,0 +1,190 @@
+"""Judge an ONNX case (``fuzz.model.OnnxProgram``, kind ``onnx``): export the program model
+to ONNX (``fuzz.onnx_export``), run it in onnxruntime, import it with TVM's frontend
+(``tvm.relax.frontend.onnx.from_onnx``), check the imported module's declared output types
+against what onnxruntime produced, then the one judging loop of a Relax module
+(``worker.execute.judge_module``) with ``OnnxInputs``, whose reference is onnxruntime's
+outputs. Sandbox child only.
+
+Stages and verdicts of their own:
+
+| stage | what fails | verdict, kind |
+|---|---|---|
+| ``export`` | the case has no ONNX form at its opset | ``invalid``, ``not_exportable`` |
+| ``onnxruntime`` | onnxruntime refuses the model or fails running it | ``invalid``, ``onnx_rejected`` |
+| ``import`` | ``from_onnx`` raises | ``fail``, ``crash`` (the converter in ``extra``) |
+| ``import`` | a declared output shape or dtype is not what onnxruntime computed | ``fail``, ``shape_inference`` |
+"""
+from __future__ import annotations
+
+import time
+import traceback
+import warnings
+from typing import Optional
+
+import numpy as np
+
+from fuzz import dims as D
+from fuzz import reference
+from fuzz.inputs import make_inputs
+from fuzz.model import Program, TensorTy, TupleTy
+from fuzz.outcome import Outcome
+
+from . import breadcrumb
+from .execute import ProgramInputs, _fail, _variants, finish, judge_module
+
+
+def onnxruntime_outputs(model, feeds: dict) -> list:
+    """onnxruntime's outputs of ``model`` (CPU), as numpy arrays."""
+    import onnxruntime as ort
+
+    ort.set_default_logger_severity(4)   # its refusals are verdicts, not log lines
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = so.inter_op_num_threads = 1
+    sess = ort.InferenceSession(model.SerializeToString(), so,
+                                providers=["CPUExecutionProvider"])
+    return [np.asarray(x) for x in sess.run(None, feeds)]
+
+
+def import_model(model, program: Program, opts, arrays: list):
+    """TVM's import of ``model`` with the case's options (its checker's warnings muted)."""
+    from tvm.relax.frontend.onnx import from_onnx
+
+    from fuzz.onnx_export import feeds
+
+    shape_dict = ({k: list(np.shape(v)) for k, v in feeds(program, opts, arrays).items()}
+                  if opts.shape_dict else None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return from_onnx(model, shape_dict=shape_dict,
+                         keep_params_in_input=bool(opts.keep_params_in_input))
+
+
+def converter_frame(exc: BaseException) -> str:
+    """The frontend converter an import error came from (``Squeeze._impl_v13``): the innermost
+    traceback frame in onnx_frontend.py inside an ``_impl_vN``; "" where there is none."""
+    for fr in reversed(traceback.extract_tb(exc.__traceback__)):
+        if fr.filename.endswith("onnx_frontend.py") and fr.name.startswith("_impl_v"):
+            cls = _frame_class(exc, fr)
+            return f"{cls}.{fr.name}" if cls else fr.name
+    return ""
+
+
+def _frame_class(exc, fr) -> str:
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename == fr.filename and tb.tb_lineno == fr.lineno:
+            cls = tb.tb_frame.f_locals.get("cls")
+            return getattr(cls, "__name__", "") if cls is not None else ""
+        tb = tb.tb_next
+    return ""
+
+
+def declared_output_problem(mod, expected: list, env: dict) -> Optional[str]:
+    """Where the imported ``main``'s declared return type disagrees with onnxruntime's
+    outputs (count, dtype, static dims, symbolic dims evaluated with the inputs' dims):
+    one line, or None."""
+    from fuzz import compat
+    from fuzz.materialize import sinfo_to_ty
+
+    ty = sinfo_to_ty(compat.ret_type(mod["main"]))
+    tys = ty.fields if isinstance(ty, TupleTy) else [ty]
+    if len(tys) != len(expected):
+        return f"main returns {len(tys)} values, onnxruntime {len(expected)}"
+    for i, (t, e) in enumerate(zip(tys, expected)):
+        if not isinstance(t, TensorTy):
+            continue
+        if t.dtype and t.dtype != str(e.dtype):
+            return f"output {i}: declared dtype {t.dtype}, onnxruntime gives {e.dtype}"
+        if t.ndim >= 0 and t.ndim != e.ndim:
+            return f"output {i}: declared rank {t.ndim}, onnxruntime gives shape {e.shape}"
+        for j, d in enumerate(t.shape or []):
+            try:
+                v = D.evaluate(d, env)
+            except Exception:  # noqa: BLE001 - an expression tvmfuzz cannot evaluate
+                continue
+            if v != e.shape[j]:
+                return (f"output {i}: declared shape {t.shape}, onnxruntime gives "
+                        f"{list(e.shape)}")
+    return None
+
+
+class OnnxInputs(ProgramInputs):
+    """What an ONNX case gives the judge: the program's inputs (``fuzz.inputs``, the same
+    arrays onnxruntime ran on) bound to the imported ``main``'s parameters by name (graph
+    inputs, and initializers kept as parameters), onnxruntime's outputs as the reference, the
+    program's tolerances and numeric keys."""
+
+    def __init__(self, program: Program, input_seed: int, mod, by_name: dict, expected: list):
+        super().__init__(program, input_seed)
+        self.mod, self.by_name, self.expected = mod, by_name, expected
+        self.has_reference = True
+
+    def make(self) -> list:
+        from fuzz import compat
+
+        names = [compat.var_name(p) for p in self.mod["main"].params]
+        missing = [n for n in names if n not in self.by_name]
+        if missing:
+            raise KeyError(f"imported main has parameters no input names: {missing}")
+        return [self.by_name[n] for n in names]
+
+    def refused(self, e: BaseException) -> Outcome:
+        return _fail("inputs", e, "tvmfuzz_error", "invalid")
+
+    def reference(self, args: list) -> list:
+        return list(self.expected)
+
+
+def judge_onnx(program: Program, variants: Optional[list] = None,
+               input_seed: int = 0) -> Outcome:
+    from fuzz.onnx_export import (NotExportable, OnnxOptions, export, feeds,
+                                  initializer_values)
+
+    variants = _variants(variants)
+    t0 = time.perf_counter()
+    opts = OnnxOptions.from_json(getattr(program, "options", None) or
+                                 program.meta.get("onnx") or {})
+
+    def done(o: Outcome) -> Outcome:
+        o.extra.setdefault("onnx", opts.to_json())
+        return finish(o, t0, variants[0], [])
+
+    breadcrumb.mark(stage="export")
+    try:
+        env, arrays = make_inputs(program, input_seed)
+        model = export(program, opts, arrays)
+    except NotExportable as e:
+        return done(Outcome("invalid", "not_exportable", "export", "NotExportable", str(e)))
+    except Exception as e:  # noqa: BLE001 - the exporter's own defect
+        return done(_fail("export", e, "tvmfuzz_error", "invalid"))
+    breadcrumb.mark(stage="onnxruntime")
+    try:
+        expected = onnxruntime_outputs(model, feeds(program, opts, arrays))
+    except Exception as e:  # noqa: BLE001
+        return done(_fail("onnxruntime", e, "onnx_rejected", "invalid"))
+    breadcrumb.mark(stage="import")
+    try:
+        mod = import_model(model, program, opts, arrays)
+    except Exception as e:  # noqa: BLE001
+        conv = converter_frame(e)
+        return done(_fail("import", e, extra={"converter": conv} if conv else {}))
+    # The inputs' dims by their ONNX names (dim_param), as the importer names its variables.
+    dim_env = dict(env)
+    for vi in model.graph.input:
+        for j, d in enumerate(vi.type.tensor_type.shape.dim):
+            if d.dim_param:
+                arr = feeds(program, opts, arrays).get(vi.name)
+                if arr is not None:
+                    dim_env[d.dim_param] = int(np.shape(arr)[j])
+    try:
+        problem = declared_output_problem(mod, expected, dim_env)
+    except Exception as e:  # noqa: BLE001 - a type tvmfuzz cannot read
+        return done(_fail("import", e, "tvmfuzz_error", "invalid"))
+    if problem:
+        return done(Outcome("fail", "shape_inference", "import", "", problem))
+    by_name = {**feeds(program, opts, arrays), **initializer_values(program, opts, arrays)}
+    out = judge_module(mod, OnnxInputs(program, input_seed, mod, by_name, expected), variants,
+                       t0=t0)
+    out.extra.setdefault("onnx", opts.to_json())
+    return out
