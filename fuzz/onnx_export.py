@@ -6,7 +6,7 @@ sandbox child.
 A case is exported for one opset (``OPSETS``: the oldest, one between and the newest that
 TVM 0.27's importer has converters for, ``tvm/relax/frontend/onnx/onnx_frontend.py``'s
 ``_impl_vN``) and a few structure options (``OnnxOptions``): parameters turned into
-initializers (weights), also listed as graph inputs, every input dim declared symbolic. An
+initializers (weights), also listed as graph inputs, the first input's dims declared symbolic. An
 attribute that a later opset moved to an input (Squeeze/Unsqueeze axes at 13, Split sizes at
 13, ReduceSum axes at 13 and the other reductions' at 18, Clip min/max at 11, Pad pads at 11)
 follows the opset: ``OnnxOp.moved`` names the attribute and the opset where it became an
@@ -45,7 +45,7 @@ class OnnxOptions:
     opset: int = OPSETS[-1]
     weights: bool = False              # parameters other than the first become initializers
     weights_as_inputs: bool = False    # ... and are listed in graph.input too (overridable)
-    dynamic: bool = False              # every input dim declared symbolic (dim_param)
+    dynamic: bool = False              # the first input's dims declared symbolic (dim_param)
     keep_params_in_input: bool = False  # from_onnx option
     shape_dict: bool = False           # from_onnx gets the inputs' concrete shapes
 
@@ -356,11 +356,15 @@ def _flatten(g, n, ins, tys):
 
 def _squeeze(g, n, ins, tys):
     ax = n.attrs.get("axis")
+    if ax is not None and not list(ax):
+        return [g.one("Identity", ins)]   # Relax squeezes nothing; ONNX every 1
     attrs = {} if ax is None else {"axes": list(ax)}
     return [g.attr_or_input("Squeeze", ins, attrs, {"axes": 13})]
 
 
 def _unsqueeze(g, n, ins, tys):
+    if not list(n.attrs["axis"]):
+        return [g.one("Identity", ins)]
     return [g.attr_or_input("Unsqueeze", ins, {"axes": list(n.attrs["axis"])}, {"axes": 13})]
 
 
@@ -444,8 +448,11 @@ def _cast(g, n, ins, tys):
 def _slice(g, n, ins, tys):
     a = n.attrs
     big = 1 << 62
-    ends = [max(min(int(e), big), -big) for e in a["end"]]
-    return [g.one("Slice", [ins[0], g.ints(a["begin"]), g.ints(ends), g.ints(a["axes"]),
+
+    def bounds(values):   # symbolic begins and ends are computed in the graph
+        return g.shape([max(min(v, big), -big) if D.is_static(v) else v for v in values])
+
+    return [g.one("Slice", [ins[0], bounds(a["begin"]), bounds(a["end"]), g.ints(a["axes"]),
                             g.ints(a["strides"] or [1] * len(a["axes"]))])]
 
 
@@ -779,6 +786,7 @@ def export(program: Program, options: OnnxOptions, arrays: Optional[list] = None
     g = Graph(options.opset, dim_sources)
     inputs, inits = [], []
     for i, p in enumerate(f.params):
+        dynamic = options.dynamic and i == 0   # a data input of unknown size, as exported nets
         if p.name in weights:
             init = onnx.numpy_helper.from_array(np.asarray(arrays[i]), p.name) \
                 if p.runtime_ty.dtype != "bfloat16" else None
@@ -788,7 +796,7 @@ def export(program: Program, options: OnnxOptions, arrays: Optional[list] = None
             if options.weights_as_inputs:
                 inputs.append(_value_info(p.name, p.runtime_ty, False))
         else:
-            inputs.append(_value_info(p.name, p.ty, options.dynamic, p.runtime_ty))
+            inputs.append(_value_info(p.name, p.ty, dynamic, p.runtime_ty))
     env = {p.name: [p.name] for p in f.params}
     types = {p.name: p.runtime_ty for p in f.params}
     _export_function(program, f, g, env, types)

@@ -233,8 +233,11 @@ def gen(count, seed, out, mode, ops, ir, axis_separators):
               help="reduce each new bucket in the background into OUT/reduced/<bucket>/")
 @click.option("--in-flight", type=click.IntRange(min=0), default=0, show_default=True,
               help="with --broker: batches out at once (0: worker processes + 2)")
-@click.option("--ir", "ir", default="relax,tir", show_default=True,
-              help="comma list of the IRs to generate: relax (graph programs), tir (PrimFuncs)")
+@click.option("--ir", "ir", default=None,
+              help="comma list of the IRs to generate: relax (graph programs), tir (PrimFuncs), "
+                   "onnx (graph programs as ONNX models, imported by TVM's frontend; needs onnx "
+                   "and onnxruntime)  [default: relax,tir,onnx where onnx imports, else "
+                   "relax,tir]")
 @click.option("--schedules/--no-schedules", default=True, show_default=True,
               help="apply random s_tir schedule primitives to some TIR cases")
 def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_dir, tvm_python,
@@ -254,9 +257,15 @@ def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_di
         _check_broker_url(broker, insecure_broker)
     elif insecure_broker:
         raise click.UsageError("--insecure-broker: only with --broker")
+    from worker.campaign import available_irs
+
+    if ir is None:
+        ir = ",".join(available_irs())
     irs = tuple(dict.fromkeys(t.strip() for t in ir.split(",") if t.strip()))
-    if not irs or set(irs) - {"relax", "tir"}:
-        raise click.UsageError(f"--ir: {ir!r}: give relax, tir or relax,tir")
+    if not irs or set(irs) - {"relax", "tir", "onnx"}:
+        raise click.UsageError(f"--ir: {ir!r}: give a comma list of relax, tir, onnx")
+    if "onnx" in irs and "onnx" not in available_irs():
+        raise click.UsageError("--ir onnx: needs the onnx and onnxruntime packages")
     kinds = tuple(t.strip() for t in targets.split(",") if t.strip())
     bad = [k for k in kinds if k not in TARGET_KINDS]
     if bad or not kinds:

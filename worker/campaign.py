@@ -53,22 +53,83 @@ def case_variants(seed: int, targets=TARGET_KINDS, alternatives: int = 1,
 
 
 TIR_SHARE = 0.35      # of cases, when a campaign fuzzes both Relax and TIR
+ONNX_SHARE = 0.25     # of cases, when a campaign fuzzes ONNX models beside Relax
 SCHEDULE_SHARE = 0.6  # of TIR cases, when schedules are on
 
 
 def case_ir(seed: int, ir=("relax",)) -> str:
+    """The IR of a seed's case: TIR and ONNX take their shares, Relax the rest (without
+    Relax, the others split the whole in proportion)."""
     if len(ir) == 1:
         return ir[0]
-    return "tir" if random.Random(seed * 31 + 7).random() < TIR_SHARE else "relax"
+    shares = [(k, s) for k, s in (("tir", TIR_SHARE), ("onnx", ONNX_SHARE)) if k in ir]
+    if "relax" not in ir:
+        total = sum(s for _, s in shares)
+        shares = [(k, s / total) for k, s in shares]
+    r, acc = random.Random(seed * 31 + 7).random(), 0.0
+    for k, s in shares:
+        acc += s
+        if r < acc:
+            return k
+    return "relax"
+
+
+def available_irs() -> tuple:
+    """The IRs this installation can fuzz: onnx only where onnx and onnxruntime import."""
+    try:
+        import onnx  # noqa: F401
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return ("relax", "tir")
+    return ("relax", "tir", "onnx")
 
 
 def make_case(seed: int, mode: Optional[str], targets=TARGET_KINDS, ir=("relax",),
               schedules: bool = False, features: Optional[dict] = None):
     """The case of a seed: its IR, program, compile variants and (TIR) schedule all follow
     from the seed, so a case is regenerated exactly from (seed, options)."""
-    if case_ir(seed, ir) == "tir":
+    chosen = case_ir(seed, ir)
+    if chosen == "tir":
         return make_tir_case(seed, case_mode(seed, mode), schedules, features)
+    if chosen == "onnx":
+        return make_onnx_case(seed, targets, schedules)
     prog = generate(seed, mode=case_mode(seed, mode))
+    prog.meta["variants"] = case_variants(seed, targets, schedules=schedules)
+    return prog
+
+
+ONNX_TRIES = 8   # programs drawn from the exportable ops until one exports at the opset
+
+
+def onnx_options(seed: int) -> dict:
+    """A seed's ONNX export and import options (fuzz.onnx_export.OnnxOptions)."""
+    from fuzz.onnx_export import OPSETS
+
+    rng = random.Random(seed * 7919 + 41)
+    weights = rng.random() < 0.35
+    return {"opset": rng.choice(OPSETS), "weights": weights,
+            "weights_as_inputs": weights and rng.random() < 0.3,
+            "dynamic": rng.random() < 0.2,
+            "keep_params_in_input": rng.random() < 0.3, "shape_dict": rng.random() < 0.3}
+
+
+def make_onnx_case(seed: int, targets=TARGET_KINDS, schedules: bool = False):
+    """An ONNX case: a valid program of the ops the exporter has (``EXPORTABLE_OPS``), drawn
+    again (another sub-seed) until it exports at the seed's opset; after ONNX_TRIES draws the
+    last one is kept, and its judge says ``not_exportable``."""
+    from fuzz.model import OnnxProgram
+    from fuzz.onnx_export import EXPORTABLE_OPS, exportable
+
+    options = onnx_options(seed)
+    for attempt in range(ONNX_TRIES):
+        prog = generate(seed * ONNX_TRIES + attempt, mode="valid", ops=EXPORTABLE_OPS)
+        try:
+            if exportable(prog, options["opset"]) is None:
+                break
+        except Exception:  # noqa: BLE001 - the exporter's defect: the judge reports it
+            break
+    prog.meta.update(seed=seed, mode="valid", onnx_attempt=attempt)
+    prog = OnnxProgram.of(prog, options)
     prog.meta["variants"] = case_variants(seed, targets, schedules=schedules)
     return prog
 
@@ -533,7 +594,7 @@ def _summarize(out_dir: Path, stats: Stats, plan: SeedPlan, start: int, echo,
     echo(f"{stats.cases} cases in {snap['t']:.0f}s ({snap['cases_per_s']}/s): pass {v['pass']}, "
          f"fail {v['fail']}, invalid (generator defects) {v['invalid']}, "
          f"rejected (mutants both verifier and build refuse) {v['rejected']}")
-    if len(stats.irs) > 1 or "tir" in stats.irs:
+    if len(stats.irs) > 1 or set(stats.irs) - {"relax"}:
         echo("cases by IR: " + ", ".join(f"{k} {n}" for k, n in sorted(stats.irs.items())))
     if stats.primitives:
         echo("schedule primitives (cases applied in, findings among them):")

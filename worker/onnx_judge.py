@@ -59,6 +59,15 @@ def import_model(model, program: Program, opts, arrays: list):
                          keep_params_in_input=bool(opts.keep_params_in_input))
 
 
+def imported_module(program: Program, input_seed: int = 0):
+    """The module TVM imports from ``program``'s ONNX model (for printing a finding)."""
+    from fuzz.onnx_export import OnnxOptions, export
+
+    opts = OnnxOptions.from_json(program.meta.get("onnx") or {})
+    _, arrays = make_inputs(program, input_seed)
+    return import_model(export(program, opts, arrays), program, opts, arrays)
+
+
 def converter_frame(exc: BaseException) -> str:
     """The frontend converter an import error came from (``Squeeze._impl_v13``): the innermost
     traceback frame in onnx_frontend.py inside an ``_impl_vN``; "" where there is none."""
@@ -138,8 +147,7 @@ class OnnxInputs(ProgramInputs):
 
 def judge_onnx(program: Program, variants: Optional[list] = None,
                input_seed: int = 0) -> Outcome:
-    from fuzz.onnx_export import (NotExportable, OnnxOptions, export, feeds,
-                                  initializer_values)
+    from fuzz.onnx_export import NotExportable, OnnxOptions, export, feeds
 
     variants = _variants(variants)
     t0 = time.perf_counter()
@@ -183,7 +191,12 @@ def judge_onnx(program: Program, variants: Optional[list] = None,
         return done(_fail("import", e, "tvmfuzz_error", "invalid"))
     if problem:
         return done(Outcome("fail", "shape_inference", "import", "", problem))
-    by_name = {**feeds(program, opts, arrays), **initializer_values(program, opts, arrays)}
+    # Initializers (weights and the exporter's constants) are parameters of main with
+    # keep_params_in_input.
+    from onnx import numpy_helper
+
+    by_name = {**{t.name: numpy_helper.to_array(t) for t in model.graph.initializer},
+               **feeds(program, opts, arrays)}
     out = judge_module(mod, OnnxInputs(program, input_seed, mod, by_name, expected), variants,
                        t0=t0)
     out.extra.setdefault("onnx", opts.to_json())
