@@ -46,6 +46,7 @@ class OnnxOptions:
     weights: bool = False              # parameters other than the first become initializers
     weights_as_inputs: bool = False    # ... and are listed in graph.input too (overridable)
     dynamic: bool = False              # the first input's dims declared symbolic (dim_param)
+    shape_ops: bool = False            # static target shapes computed from inputs' Shape too
     keep_params_in_input: bool = False  # from_onnx option
     shape_dict: bool = False           # from_onnx gets the inputs' concrete shapes
 
@@ -84,8 +85,10 @@ def onnx_dtype(dtype: str) -> int:
 class Graph:
     """Nodes, initializers and the bookkeeping of one export."""
 
-    def __init__(self, opset: int, dim_sources: dict):
+    def __init__(self, opset: int, dim_sources: dict, static_sources: Optional[dict] = None):
         self.opset = opset
+        # static dim (>= 2) -> (input, axis) carrying it, where shapes are computed in-graph
+        self.static_sources = static_sources or {}
         self.nodes: list = []
         self.inits: list = []
         self.n = 0
@@ -136,8 +139,14 @@ class Graph:
     def dim(self, d) -> str:
         """A 1-element int64 tensor holding dim ``d`` at run time."""
         if D.is_static(d):
+            if d in self.static_sources:
+                return self._gather_dim(*self.static_sources[d])
             return self.ints([d])
         return self._expr(D.parse(d))
+
+    def _gather_dim(self, src: str, axis: int) -> str:
+        shape = self.one("Shape", [src])
+        return self.one("Gather", [shape, self.ints([axis])], {"axis": 0})
 
     def _expr(self, e) -> str:
         if isinstance(e, ast.Constant):
@@ -145,9 +154,7 @@ class Graph:
         if isinstance(e, ast.Name):
             if e.id not in self.dim_sources:
                 raise NotExportable(f"symbolic dim {e.id} has no input that carries it")
-            src, axis = self.dim_sources[e.id]
-            shape = self.one("Shape", [src])
-            return self.one("Gather", [shape, self.ints([axis])], {"axis": 0})
+            return self._gather_dim(*self.dim_sources[e.id])
         if isinstance(e, ast.UnaryOp):
             return self.one("Neg", [self._expr(e.operand)])
         a, b = self._expr(e.left), self._expr(e.right)
@@ -161,7 +168,7 @@ class Graph:
     def shape(self, dims) -> str:
         """A 1-D int64 shape tensor: a constant where every dim is static, else
         Shape -> Gather -> ... -> Concat."""
-        if all(D.is_static(d) for d in dims):
+        if all(D.is_static(d) and d not in self.static_sources for d in dims):
             return self.ints(dims)
         return self.one("Concat", [self.dim(d) for d in dims], {"axis": 0})
 
@@ -512,36 +519,54 @@ def _one_hot(g, n, ins, tys):
 
 
 # nn ---------------------------------------------------------------------------------------
-_CONV_LAYOUT = {1: ("NCW", "OIW"), 2: ("NCHW", "OIHW"), 3: ("NCDHW", "OIDHW")}
+_SPATIAL = {1: "W", 2: "HW", 3: "DHW"}
+
+
+def _to_canonical(g: Graph, x: str, layout: str, canon: str) -> str:
+    """``x`` transposed from ``layout`` to ``canon`` (ONNX's NC.../OI... order)."""
+    if layout == canon:
+        return x
+    if sorted(layout) != sorted(canon):
+        raise NotExportable(f"layout {layout}")
+    return g.one("Transpose", [x], {"perm": [layout.index(c) for c in canon]})
+
+
+def _from_canonical(g: Graph, x: str, layout: str, canon: str) -> str:
+    if layout == canon:
+        return x
+    return g.one("Transpose", [x], {"perm": [canon.index(c) for c in layout]})
 
 
 def _conv(rank):
     def build(g, n, ins, tys):
         a = n.attrs
-        if (a.get("data_layout"), a.get("kernel_layout")) != _CONV_LAYOUT[rank] or \
-                a.get("out_dtype") not in (None, tys[0].dtype):
-            raise NotExportable("conv layout or out_dtype")
+        data, kernel = "NC" + _SPATIAL[rank], "OI" + _SPATIAL[rank]
+        dl, kl = a.get("data_layout") or data, a.get("kernel_layout") or kernel
+        if a.get("out_layout") not in (None, dl) or a.get("out_dtype") not in (None,
+                                                                             tys[0].dtype):
+            raise NotExportable("conv out_layout or out_dtype")
         pad = list(a["padding"])
         pads = pad if len(pad) == 2 * rank else (pad * 2 if len(pad) == rank else pad * 2 * rank)
-        return [g.one("Conv", ins[:2], {"strides": list(a["strides"]), "pads": pads,
-                                        "dilations": list(a["dilation"]),
-                                        "group": a.get("groups", 1)})]
+        x = _to_canonical(g, ins[0], dl, data)
+        w = _to_canonical(g, ins[1], kl, kernel)
+        y = g.one("Conv", [x, w], {"strides": list(a["strides"]), "pads": pads,
+                                   "dilations": list(a["dilation"]),
+                                   "group": a.get("groups", 1)})
+        return [_from_canonical(g, y, dl, data)]
     return OnnxOp(build=build, dtypes=FL3)
-
-
-_POOL_LAYOUT = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
 
 
 def _pool(kind, rank):
     def build(g, n, ins, tys):
         a = n.attrs
-        if a.get("layout") != _POOL_LAYOUT[rank] or a.get("out_layout") not in (None,
-                                                                                 a["layout"]):
-            raise NotExportable("pool layout")
-        pad = list(a["padding"])
+        canon = "NC" + _SPATIAL[rank]
+        layout = a.get("layout") or canon
+        if a.get("out_layout") not in (None, layout):
+            raise NotExportable("pool out_layout")
         if a.get("ceil_mode"):
             # ONNX keeps a last window that starts in the right padding; Relax does not.
             raise NotExportable("ceil_mode rounds differently")
+        pad = list(a["padding"])
         attrs = {"kernel_shape": list(a["pool_size"]), "strides": list(a["strides"]),
                  "pads": pad if len(pad) == 2 * rank else pad * 2}
         dil = list(a.get("dilation") or [1] * rank)
@@ -557,18 +582,31 @@ def _pool(kind, rank):
             attrs["count_include_pad"] = int(bool(a.get("count_include_pad")))
         if tys[0].dtype not in (FL3 if kind == "AveragePool" else FL3 + ("int8", "uint8")):
             raise NotExportable(f"{kind} on {tys[0].dtype}")
-        return [g.one(kind, [ins[0]], attrs)]
+        y = g.one(kind, [_to_canonical(g, ins[0], layout, canon)], attrs)
+        return [_from_canonical(g, y, layout, canon)]
     return OnnxOp(build=build)
 
 
 def _adaptive(rank):
+    """Output size 1: GlobalAveragePool; a size that divides its static input dim: an
+    AveragePool with kernel = stride = input / output (Relax's windows are then those)."""
     def build(g, n, ins, tys):
         a = n.attrs
+        canon = "NC" + _SPATIAL[rank]
+        layout = a.get("layout") or canon
         size = a.get("output_size")
-        sizes = [size] * rank if isinstance(size, int) else list(size or [])
-        if a.get("layout") != _POOL_LAYOUT[rank] or any(s != 1 for s in sizes) or not sizes:
-            raise NotExportable("only a global average pool")
-        return [g.one("GlobalAveragePool", ins)]
+        dims = [tys[0].shape[layout.index(c)] for c in _SPATIAL[rank]]
+        sizes = dims if size is None else ([size] * rank if isinstance(size, int)
+                                           else list(size))
+        x = _to_canonical(g, ins[0], layout, canon)
+        if all(s == 1 for s in sizes):
+            y = g.one("GlobalAveragePool", [x])
+        elif all(D.is_static(d) and s > 0 and d % s == 0 for d, s in zip(dims, sizes)):
+            k = [d // s for d, s in zip(dims, sizes)]
+            y = g.one("AveragePool", [x], {"kernel_shape": k, "strides": k})
+        else:
+            raise NotExportable("adaptive pooling with uneven windows")
+        return [_from_canonical(g, y, layout, canon)]
     return OnnxOp(build=build, dtypes=FL3)
 
 
@@ -783,7 +821,14 @@ def export(program: Program, options: OnnxOptions, arrays: Optional[list] = None
             for i, d in enumerate(t.shape):
                 if isinstance(d, str) and D.free_vars(d) == [d] and d == d.strip():
                     dim_sources.setdefault(d, (p.name, i))
-    g = Graph(options.opset, dim_sources)
+    static_sources = {}
+    if options.shape_ops:
+        for p in f.params:
+            if p.name not in weights and isinstance(p.ty, TensorTy) and p.ty.shape:
+                for i, d in enumerate(p.ty.shape):
+                    if D.is_static(d) and d >= 2:
+                        static_sources.setdefault(d, (p.name, i))
+    g = Graph(options.opset, dim_sources, static_sources)
     inputs, inits = [], []
     for i, p in enumerate(f.params):
         dynamic = options.dynamic and i == 0   # a data input of unknown size, as exported nets
