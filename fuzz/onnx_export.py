@@ -47,6 +47,8 @@ class OnnxOptions:
     weights_as_inputs: bool = False    # ... and are listed in graph.input too (overridable)
     dynamic: bool = False              # the first input's dims declared symbolic (dim_param)
     shape_ops: bool = False            # static target shapes computed from inputs' Shape too
+    scalar_gather: bool = False        # a dim is Gather(scalar) -> Unsqueeze (as PyTorch
+    #                                    writes it), else Gather of a 1-element index
     keep_params_in_input: bool = False  # from_onnx option
     shape_dict: bool = False           # from_onnx gets the inputs' concrete shapes
 
@@ -85,8 +87,10 @@ def onnx_dtype(dtype: str) -> int:
 class Graph:
     """Nodes, initializers and the bookkeeping of one export."""
 
-    def __init__(self, opset: int, dim_sources: dict, static_sources: Optional[dict] = None):
+    def __init__(self, opset: int, dim_sources: dict, static_sources: Optional[dict] = None,
+                 scalar_gather: bool = False):
         self.opset = opset
+        self.scalar_gather = scalar_gather
         # static dim (>= 2) -> (input, axis) carrying it, where shapes are computed in-graph
         self.static_sources = static_sources or {}
         self.nodes: list = []
@@ -146,6 +150,9 @@ class Graph:
 
     def _gather_dim(self, src: str, axis: int) -> str:
         shape = self.one("Shape", [src])
+        if self.scalar_gather:
+            dim = self.one("Gather", [shape, self.const(axis, "int64")], {"axis": 0})
+            return self.attr_or_input("Unsqueeze", [dim], {"axes": [0]}, {"axes": 13})
         return self.one("Gather", [shape, self.ints([axis])], {"axis": 0})
 
     def _expr(self, e) -> str:
@@ -828,7 +835,7 @@ def export(program: Program, options: OnnxOptions, arrays: Optional[list] = None
                 for i, d in enumerate(p.ty.shape):
                     if D.is_static(d) and d >= 2:
                         static_sources.setdefault(d, (p.name, i))
-    g = Graph(options.opset, dim_sources, static_sources)
+    g = Graph(options.opset, dim_sources, static_sources, bool(options.scalar_gather))
     inputs, inits = [], []
     for i, p in enumerate(f.params):
         dynamic = options.dynamic and i == 0   # a data input of unknown size, as exported nets

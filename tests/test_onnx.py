@@ -189,3 +189,38 @@ def test_a_short_onnx_campaign(tmp_path):
                            ir=("onnx",), reduce=None, corpus=tmp_path / "corpus")
     assert summary["cases_by_ir"].get("onnx", 0) == summary["cases"] > 0
     assert summary["verdicts"].get("pass", 0) > 0
+
+
+def _reshape_then_expand() -> Program:
+    x = TensorTy([2, 3], "float32")
+    return _one([Node("v1", "relax.reshape", ["a"], {"shape": [3, 2]},
+                      TensorTy([3, 2], "float32")),
+                 Node("v2", "relax.broadcast_to", ["v1"], {"shape": [2, 3, 2]},
+                      TensorTy([2, 3, 2], "float32"))], [Param("a", x)], "v2")
+
+
+def test_shape_ops_compute_static_shapes_in_the_graph():
+    prog = _reshape_then_expand()
+    for scalar in (False, True):
+        opts = OnnxOptions(opset=18, shape_ops=True, scalar_gather=scalar)
+        model = export(prog, opts)
+        onnx.checker.check_model(model, full_check=True)
+        ops = [n.op_type for n in model.graph.node]
+        assert ops.count("Shape") >= 2 and "Concat" in ops
+        assert ("Unsqueeze" in ops) == scalar
+        a = np.arange(6, dtype=np.float32).reshape(2, 3)
+        got = onnxruntime_outputs(model, {"a": a})[0]
+        assert np.array_equal(got, np.broadcast_to(a.reshape(3, 2), (2, 3, 2)))
+
+
+def test_tvm_imports_the_pytorch_shape_pattern_but_not_a_gather_of_a_1d_index():
+    """Shape -> Gather(scalar) -> Unsqueeze -> Concat -> Reshape (PyTorch's export) imports
+    on TVM 0.27, also with the data input's dims symbolic; Shape -> Gather([i]) -> Concat,
+    equally valid ONNX, does not (Reshape's converter wants a Relax shape)."""
+    prog = _reshape_then_expand()
+    assert _judge(prog, opset=18, shape_ops=True, scalar_gather=True).verdict == "pass"
+    assert _judge(prog, opset=11, shape_ops=True, scalar_gather=True,
+                  dynamic=True).verdict == "pass"
+    o = _judge(prog, opset=18, shape_ops=True)
+    assert (o.verdict, o.stage) == ("fail", "import")
+    assert o.extra.get("converter") == "Reshape._impl_v13"

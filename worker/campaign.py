@@ -111,7 +111,7 @@ def onnx_options(seed: int) -> dict:
             "weights_as_inputs": weights and rng.random() < 0.3,
             "dynamic": rng.random() < 0.2,
             "keep_params_in_input": rng.random() < 0.3, "shape_dict": rng.random() < 0.3,
-            "shape_ops": rng.random() < 0.3}
+            "shape_ops": rng.random() < 0.3, "scalar_gather": rng.random() < 0.5}
 
 
 def make_onnx_case(seed: int, targets=TARGET_KINDS, schedules: bool = False):

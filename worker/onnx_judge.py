@@ -69,24 +69,32 @@ def imported_module(program: Program, input_seed: int = 0):
 
 
 def converter_frame(exc: BaseException) -> str:
-    """The frontend converter an import error came from (``Squeeze._impl_v13``): the innermost
-    traceback frame in onnx_frontend.py inside an ``_impl_vN``; "" where there is none."""
-    for fr in reversed(traceback.extract_tb(exc.__traceback__)):
-        if fr.filename.endswith("onnx_frontend.py") and fr.name.startswith("_impl_v"):
-            cls = _frame_class(exc, fr)
-            return f"{cls}.{fr.name}" if cls else fr.name
-    return ""
-
-
-def _frame_class(exc, fr) -> str:
+    """The frontend converter an import error came from (``Squeeze._impl_v13``): the
+    innermost ``_impl_vN`` frame in onnx_frontend.py, or where the error came from normalizing
+    what a converter returned (a Relax op's type inference), the converter that
+    ``_convert_operator`` ran; "" where neither is on the traceback."""
+    found = ""
     tb = exc.__traceback__
     while tb is not None:
-        code = tb.tb_frame.f_code
-        if code.co_filename == fr.filename and tb.tb_lineno == fr.lineno:
-            cls = tb.tb_frame.f_locals.get("cls")
-            return getattr(cls, "__name__", "") if cls is not None else ""
+        frame, code = tb.tb_frame, tb.tb_frame.f_code
+        if code.co_filename.endswith("onnx_frontend.py"):
+            if code.co_name.startswith("_impl_v"):
+                cls = frame.f_locals.get("cls")
+                found = f"{getattr(cls, '__name__', '?')}.{code.co_name}"
+            elif code.co_name == "_convert_operator" and not found:
+                found = _converter_of(frame.f_locals.get("op_name"), frame.f_locals.get("opset"))
         tb = tb.tb_next
-    return ""
+    return found
+
+
+def _converter_of(op_name, opset) -> str:
+    try:
+        from tvm.relax.frontend.onnx.onnx_frontend import _get_convert_map
+
+        cls = _get_convert_map()[op_name]
+        return f"{cls.__name__}.{cls.get_converter(opset).__name__}"
+    except Exception:  # noqa: BLE001 - an op without a converter, another frontend layout
+        return str(op_name or "")
 
 
 def declared_output_problem(mod, expected: list, env: dict) -> Optional[str]:
