@@ -960,3 +960,55 @@ def describe(value: Any) -> str:   # pragma: no cover - debugging aid
     import onnx
 
     return onnx.helper.printable_graph(value.graph)
+
+
+# --- the model as Python (an ONNX repro.py builds it with onnx.helper) --------------------
+def model_source(model) -> str:
+    """Python source of ``def build_model():`` that makes ``model`` again with onnx.helper and
+    numpy alone: nodes, initializers, inputs and outputs, opset and IR version."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    def array(t) -> str:
+        a = numpy_helper.to_array(t)
+        return (f"np.array({a.ravel().tolist()!r}, dtype={str(a.dtype)!r})"
+                f".reshape({list(a.shape)!r})")
+
+    def value(v) -> str:
+        if isinstance(v, onnx.TensorProto):
+            return f"numpy_helper.from_array({array(v)}, {v.name!r})"
+        if isinstance(v, bytes):
+            return repr(v.decode())
+        if isinstance(v, list):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        return repr(v)
+
+    def info(vi) -> str:
+        t = vi.type.tensor_type
+        dims = [d.dim_param if d.dim_param else d.dim_value for d in t.shape.dim] \
+            if t.HasField("shape") else None
+        return (f"helper.make_tensor_value_info({vi.name!r}, {t.elem_type}, {dims!r})"
+                f"  # {helper.tensor_dtype_to_np_dtype(t.elem_type)}")
+
+    lines = ["def build_model():", "    import numpy as np",
+             "    from onnx import helper, numpy_helper", "", "    nodes = ["]
+    for n in model.graph.node:
+        attrs = "".join(f", {a.name}={value(helper.get_attribute_value(a))}"
+                        for a in n.attribute)
+        lines.append(f"        helper.make_node({n.op_type!r}, {list(n.input)!r}, "
+                     f"{list(n.output)!r}{attrs}),")
+    lines += ["    ]", "    initializers = ["]
+    lines += [f"        numpy_helper.from_array({array(t)}, {t.name!r}),"
+              for t in model.graph.initializer]
+    lines += ["    ]", "    inputs = ["]
+    lines += [f"        {info(vi)}" .replace("  #", ",  #", 1) for vi in model.graph.input]
+    lines += ["    ]", "    outputs = ["]
+    lines += [f"        {info(vi)}" .replace("  #", ",  #", 1) for vi in model.graph.output]
+    opset = [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")][0]
+    lines += ["    ]",
+              "    graph = helper.make_graph(nodes, 'tvmfuzz', inputs, outputs, initializers)",
+              f"    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', "
+              f"{opset})])",
+              f"    model.ir_version = {model.ir_version}",
+              "    return model", ""]
+    return "\n".join(lines)

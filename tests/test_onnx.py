@@ -224,3 +224,42 @@ def test_tvm_imports_the_pytorch_shape_pattern_but_not_a_gather_of_a_1d_index():
     o = _judge(prog, opset=18, shape_ops=True)
     assert (o.verdict, o.stage) == ("fail", "import")
     assert o.extra.get("converter") == "Reshape._impl_v13"
+
+
+def _repro_exit(tmp_path, prog: Program, outcome) -> tuple:
+    """repro.py of an ONNX finding, run alone in a fresh interpreter (no tvmfuzz on the path)."""
+    import os
+    import subprocess
+    import sys
+
+    from reducer.repro import onnx_repro_text
+
+    path = tmp_path / "repro.py"
+    path.write_text(onnx_repro_text(prog, outcome))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    r = subprocess.run([sys.executable, str(path)], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=300)
+    return r.returncode, r.stdout + r.stderr
+
+
+def test_onnx_repro_builds_the_model_and_reproduces_import_findings(tmp_path):
+    """repro.py builds the model with onnx.helper, runs onnxruntime, imports it: an import
+    error and a wrong declared type reproduce (exit 1); a passing case exits 0."""
+    eye = _one([Node("v1", "relax.eye_like", ["a"], {"k": 0, "dtype": "float32"},
+                     TensorTy([3, 3], "float32"))], [Param("a", TensorTy([3, 3], "int64"), 0, 4)],
+               "v1")
+    hot = _one([Node("v1", "relax.one_hot", ["a"], {"axis": 1, "depth": 1, "dtype": "float32",
+                                                    "off_value": -1.0, "on_value": 2.5},
+                     TensorTy([3, 1], "float32"))], [Param("a", TensorTy([3], "int64"), 0, 0)],
+               "v1")
+    for prog in (eye, hot):
+        case = OnnxProgram.of(prog, {"opset": 18, "weights": False})
+        o = _judge(case, opset=18)
+        assert o.verdict == "fail"
+        code, out = _repro_exit(tmp_path, case, o)
+        assert code == 1 and "BUG REPRODUCED" in out, out[-2000:]
+    ok = OnnxProgram.of(_small_valid(), {"opset": 23, "weights": True,
+                                         "keep_params_in_input": True})
+    o = _judge(ok, opset=23, weights=True, keep_params_in_input=True)
+    code, out = _repro_exit(tmp_path, ok, o)
+    assert code == 0 and "no failure" in out, out[-2000:]

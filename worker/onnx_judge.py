@@ -26,7 +26,7 @@ import numpy as np
 from fuzz import dims as D
 from fuzz import reference
 from fuzz.inputs import make_inputs
-from fuzz.model import Program, TensorTy, TupleTy
+from fuzz.model import Program
 from fuzz.outcome import Outcome
 
 from . import breadcrumb
@@ -97,33 +97,48 @@ def _converter_of(op_name, opset) -> str:
         return str(op_name or "")
 
 
-def declared_output_problem(mod, expected: list, env: dict) -> Optional[str]:
-    """Where the imported ``main``'s declared return type disagrees with onnxruntime's
-    outputs (count, dtype, static dims, symbolic dims evaluated with the inputs' dims):
-    one line, or None."""
-    from fuzz import compat
-    from fuzz.materialize import sinfo_to_ty
-
-    ty = sinfo_to_ty(compat.ret_type(mod["main"]))
-    tys = ty.fields if isinstance(ty, TupleTy) else [ty]
-    if len(tys) != len(expected):
-        return f"main returns {len(tys)} values, onnxruntime {len(expected)}"
-    for i, (t, e) in enumerate(zip(tys, expected)):
-        if not isinstance(t, TensorTy):
+def output_type_problem(ret, expected: list, dim_value) -> Optional[str]:
+    """Where a declared return type (``ret``: TVM's type of the imported ``main``'s result)
+    disagrees with onnxruntime's outputs (count, dtype, rank, dims; ``dim_value(d)`` gives a
+    dim's value, None where it cannot tell): one line, or None. Uses only TVM's objects'
+    attributes, so an ONNX repro.py runs this very function (reducer/repro.py)."""
+    fields = list(ret.fields) if hasattr(ret, "fields") else [ret]
+    if len(fields) != len(expected):
+        return f"main returns {len(fields)} values, onnxruntime {len(expected)}"
+    for i, (t, e) in enumerate(zip(fields, expected)):
+        if not hasattr(t, "ndim") or not hasattr(t, "dtype"):
             continue
-        if t.dtype and t.dtype != str(e.dtype):
-            return f"output {i}: declared dtype {t.dtype}, onnxruntime gives {e.dtype}"
-        if t.ndim >= 0 and t.ndim != e.ndim:
-            return f"output {i}: declared rank {t.ndim}, onnxruntime gives shape {e.shape}"
-        for j, d in enumerate(t.shape or []):
-            try:
-                v = D.evaluate(d, env)
-            except Exception:  # noqa: BLE001 - an expression tvmfuzz cannot evaluate
-                continue
-            if v != e.shape[j]:
-                return (f"output {i}: declared shape {t.shape}, onnxruntime gives "
-                        f"{list(e.shape)}")
+        dtype = "" if t.dtype is None else str(t.dtype)
+        if dtype and dtype != str(e.dtype):
+            return f"output {i}: declared dtype {dtype}, onnxruntime gives {e.dtype}"
+        if int(t.ndim) >= 0 and int(t.ndim) != e.ndim:
+            return f"output {i}: declared rank {int(t.ndim)}, onnxruntime gives shape {e.shape}"
+        dims = getattr(getattr(t, "shape", None), "values", None)
+        for j, d in enumerate(dims or []):
+            v = dim_value(d)
+            if v is not None and v != e.shape[j]:
+                return (f"output {i}: declared shape {[str(x) for x in dims]}, onnxruntime "
+                        f"gives {list(e.shape)}")
     return None
+
+
+def declared_output_problem(mod, expected: list, env: dict) -> Optional[str]:
+    """``output_type_problem`` of the imported ``main``; symbolic dims evaluated with the
+    inputs' dims (``env``: dim_param -> value)."""
+    from fuzz import compat
+    from fuzz.materialize import _prim_to_dim
+
+    def dim_value(d):
+        try:
+            return D.evaluate(_prim_to_dim(d), env)
+        except Exception:  # noqa: BLE001 - an expression tvmfuzz cannot evaluate
+            return None
+
+    return output_type_problem(compat.ret_type(mod["main"]), expected, dim_value)
+
+
+# Written into an ONNX repro.py as it is (reducer/repro.py).
+REPRO_CODE = (output_type_problem,)
 
 
 class OnnxInputs(ProgramInputs):
