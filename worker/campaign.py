@@ -353,7 +353,10 @@ class Display:
         if force or now - self.last >= self.every:
             self.last = now
             kinds = ", ".join(f"{k} {c}" for k, c in sorted(snap["findings_by_kind"].items()))
-            self.echo(f"[{snap['t']:6.0f}s] {snap['cases']} cases ({snap['cases_per_s']}/s), "
+            irs = snap.get("cases_by_ir") or {}
+            by_ir = (" [" + ", ".join(f"{k} {n}" for k, n in sorted(irs.items())) + "]"
+                     if len(irs) > 1 else "")
+            self.echo(f"[{snap['t']:6.0f}s] {snap['cases']} cases{by_ir} ({snap['cases_per_s']}/s), "
                       f"findings: {kinds or 'none'}; {snap['unique_signatures']} signatures, "
                       f"{snap['unique_bugs']} bugs ({snap['new_bugs']} new), validity {100 * snap['validity']:.1f}%, ops {snap['op_coverage']}")
 
@@ -363,6 +366,9 @@ class Display:
         t = Table(title="tvmfuzz campaign", show_header=False)
         t.add_row("elapsed", f"{snap['t']:.0f} s")
         t.add_row("cases", f"{snap['cases']} ({snap['cases_per_s']}/s)")
+        if len(snap.get("cases_by_ir") or {}) > 1:
+            t.add_row("cases by IR", ", ".join(
+                f"{k} {n}" for k, n in sorted(snap["cases_by_ir"].items())))
         t.add_row("verdicts", ", ".join(f"{k} {v}" for k, v in sorted(snap["verdicts"].items())))
         t.add_row("findings by kind", ", ".join(
             f"{k} {v}" for k, v in sorted(snap["findings_by_kind"].items())) or "none")
