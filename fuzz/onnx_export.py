@@ -332,6 +332,39 @@ def _reduce(op_type, moved_at):
     return build
 
 
+def _moments(kind):
+    """variance/std (float): ReduceMean of the squared deviation from the keepdims mean."""
+    def build(g, n, ins, tys):
+        axes = _axes(n, tys[0].ndim)
+        if axes == []:
+            raise NotExportable("empty axes")
+        a = {} if axes is None else {"axes": axes}
+        mean = g.attr_or_input("ReduceMean", ins, {**a, "keepdims": 1}, {"axes": 18})
+        dev = g.one("Sub", [ins[0], mean])
+        var = g.attr_or_input("ReduceMean", [g.one("Mul", [dev, dev])],
+                              {**a, "keepdims": int(bool(n.attrs.get("keepdims")))},
+                              {"axes": 18})
+        return [g.one("Sqrt", [var]) if kind == "std" else var]
+    return OnnxOp(build=build, dtypes=FL)
+
+
+def _sort(indices):
+    """sort/argsort of a static axis: TopK with k = the axis (ties keep input order, as the
+    stable sort Relax's reference is)."""
+    def build(g, n, ins, tys):
+        ax, d = n.attrs.get("axis", -1), tys[0].shape[n.attrs.get("axis", -1)]
+        if not D.is_static(d):
+            raise NotExportable("sort of a symbolic axis")
+        vals, idx = g.node("TopK", [ins[0], g.ints([d])],
+                           {"axis": ax, "largest": int(bool(n.attrs.get("descending"))),
+                            "sorted": 1}, 2)
+        if not indices:
+            return [vals]
+        dt = n.attrs.get("dtype") or "int32"
+        return [idx if dt == "int64" else g.one("Cast", [idx], {"to": onnx_dtype(dt)})]
+    return OnnxOp(build=build, since=11, dtypes=FL + ("int32", "int64"))
+
+
 def _arg(op_type):
     def build(g, n, ins, tys):
         keep = int(bool(n.attrs.get("keepdims")))
@@ -488,6 +521,9 @@ def _take(g, n, ins, tys):
             idx = g.one("Max", [g.one("Min", [idx, hi]), g.ints([0])])
         else:
             idx = g.one("Mod", [idx, n_], {"fmod": 0})
+        # the bounds are 1-element tensors: a scalar index broadcast against them is back to
+        # its own shape
+        idx = g.one("Reshape", [idx, g.one("Shape", [ins[1]])])
     return [g.one("Gather", [ins[0], idx], {"axis": ax})]
 
 
@@ -519,9 +555,16 @@ def _trilu(upper):
 
 def _one_hot(g, n, ins, tys):
     _indices(0)(tys)
+    if tys[0].ndim == 0:
+        raise NotExportable("OneHot of a scalar index")
     a = n.attrs
     values = g.const([a["off_value"], a["on_value"]], a["dtype"])
-    return [g.one("OneHot", [ins[0], g.const(a["depth"], "int64"), values],
+    # ONNX counts a negative index from the end; Relax's is simply off everywhere (as one
+    # past the end is in both).
+    idx, dt = ins[0], tys[0].dtype
+    depth = g.const(a["depth"], dt)
+    idx = g.one("Where", [g.one("Less", [idx, g.const(0, dt)]), depth, idx])
+    return [g.one("OneHot", [idx, g.const(a["depth"], "int64"), values],
                   {"axis": a.get("axis", -1)})]
 
 
@@ -561,6 +604,36 @@ def _conv(rank):
                                    "group": a.get("groups", 1)})
         return [_from_canonical(g, y, dl, data)]
     return OnnxOp(build=build, dtypes=FL3)
+
+
+def _conv_transpose(rank):
+    def build(g, n, ins, tys):
+        a = n.attrs
+        data, kernel = "NC" + _SPATIAL[rank], "IO" + _SPATIAL[rank]
+        dl, kl = a.get("data_layout") or data, a.get("kernel_layout") or kernel
+        if a.get("out_layout") not in (None, dl) or a.get("out_dtype") not in (None,
+                                                                             tys[0].dtype):
+            raise NotExportable("conv_transpose out_layout or out_dtype")
+        pad = list(a["padding"])
+        pads = pad if len(pad) == 2 * rank else (pad * 2 if len(pad) == rank else pad * 2 * rank)
+        x = _to_canonical(g, ins[0], dl, data)
+        w = _to_canonical(g, ins[1], kl, kernel)
+        y = g.one("ConvTranspose", [x, w], {
+            "strides": list(a["strides"]), "pads": pads, "dilations": list(a["dilation"]),
+            "group": a.get("groups", 1), "output_padding": list(a.get("output_padding")
+                                                                 or [0] * rank)})
+        return [_from_canonical(g, y, dl, data)]
+    return OnnxOp(build=build, dtypes=FL3)
+
+
+def _instance_norm(g, n, ins, tys):
+    a, rank = n.attrs, tys[0].ndim
+    axes = sorted(x % rank for x in a["axes"])
+    if a["channel_axis"] % rank != 1 or axes != list(range(2, rank)) or \
+            not a.get("scale", True) or not a.get("center", True):
+        raise NotExportable("InstanceNormalization: channels at 1, every spatial axis, scale "
+                            "and bias")
+    return [g.one("InstanceNormalization", ins[:3], {"epsilon": float(a["epsilon"])})]
 
 
 def _pool(kind, rank):
@@ -646,7 +719,7 @@ def _prelu(g, n, ins, tys):
 
 def _matmul(g, n, ins, tys):
     od = n.attrs.get("out_dtype")
-    if od not in (None, tys[0].dtype):
+    if od not in (None, tys[0].dtype) or tys[0].dtype != tys[1].dtype:
         raise NotExportable("matmul out_dtype")
     if tys[0].ndim == 0 or tys[1].ndim == 0:
         raise NotExportable("scalar matmul")
@@ -746,9 +819,10 @@ EXPORTERS: dict[str, OnnxOp] = {
     # reductions: axes an attribute, an input from 13 (ReduceSum) or 18 (the others)
     "relax.sum": OnnxOp(build=_reduce("ReduceSum", 13), dtypes=NUM),
     "relax.mean": OnnxOp(build=_reduce("ReduceMean", 18), dtypes=FL),
-    "relax.max": OnnxOp(build=_reduce("ReduceMax", 18), dtypes=NUM),
-    "relax.min": OnnxOp(build=_reduce("ReduceMin", 18), dtypes=NUM),
+    "relax.max": OnnxOp(build=_reduce("ReduceMax", 18), dtypes=NUM, int_since=12),
+    "relax.min": OnnxOp(build=_reduce("ReduceMin", 18), dtypes=NUM, int_since=12),
     "relax.prod": OnnxOp(build=_reduce("ReduceProd", 18), dtypes=NUM),
+    "relax.variance": _moments("variance"), "relax.std": _moments("std"),
     "relax.argmax": OnnxOp(build=_arg("ArgMax"), dtypes=NUM),
     "relax.argmin": OnnxOp(build=_arg("ArgMin"), dtypes=NUM),
     "relax.cumsum": OnnxOp(build=_scan, since=11, dtypes=NUM),
@@ -771,17 +845,20 @@ EXPORTERS: dict[str, OnnxOp] = {
     "relax.triu": _trilu(True), "relax.one_hot": OnnxOp(build=_one_hot, since=11),
     # nn
     **{f"relax.nn.conv{r}d": _conv(r) for r in (1, 2, 3)},
+    **{f"relax.nn.conv{r}d_transpose": _conv_transpose(r) for r in (1, 2, 3)},
     **{f"relax.nn.max_pool{r}d": _pool("MaxPool", r) for r in (1, 2, 3)},
     **{f"relax.nn.avg_pool{r}d": _pool("AveragePool", r) for r in (1, 2, 3)},
     **{f"relax.nn.adaptive_avg_pool{r}d": _adaptive(r) for r in (1, 2, 3)},
     "relax.nn.softmax": _softmax("Softmax"), "relax.nn.log_softmax": _softmax("LogSoftmax"),
     "relax.nn.layer_norm": OnnxOp(build=_layer_norm, since=17, dtypes=FL3),
     "relax.nn.prelu": OnnxOp(build=_prelu, since=9, dtypes=FL3),
+    "relax.nn.instance_norm": OnnxOp(build=_instance_norm, since=6, dtypes=FL3),
     "relax.nn.dropout": None,   # a tuple (output, mask) in Relax; ONNX's mask differs
     # linalg, sort
     "relax.matmul": OnnxOp(build=_matmul, since=9, dtypes=FL + ("int32", "int64")), "relax.einsum": OnnxOp(build=_einsum,
                                                                            since=12),
     "relax.topk": OnnxOp(build=_topk, since=11),
+    "relax.sort": _sort(False), "relax.argsort": _sort(True),
     # creation
     "relax.zeros": _filled(lambda n: 0), "relax.ones": _filled(lambda n: 1),
     "relax.full": _filled(lambda n: n.attrs["fill_value"]),
