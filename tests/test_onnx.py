@@ -263,3 +263,16 @@ def test_onnx_repro_builds_the_model_and_reproduces_import_findings(tmp_path):
     o = _judge(ok, opset=23, weights=True, keep_params_in_input=True)
     code, out = _repro_exit(tmp_path, ok, o)
     assert code == 0 and "no failure" in out, out[-2000:]
+
+
+def test_onnx_options_from_outside_are_checked():
+    from worker.user_input import case_problem
+
+    prog = make_case(7, None, ir=("onnx",))
+    assert case_problem(prog) is None
+    prog.meta["onnx"]["opset"] = 99
+    assert "opset" in case_problem(prog)
+    prog.meta["onnx"] = {"opset": 18, "weights": "yes"}
+    assert "booleans" in case_problem(prog)
+    prog.meta["onnx"] = {"opset": 18, "module": "os"}
+    assert "unknown fields" in case_problem(prog)
