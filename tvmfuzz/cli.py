@@ -259,13 +259,15 @@ def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_di
         raise click.UsageError("--insecure-broker: only with --broker")
     from worker.campaign import available_irs
 
+    given = ir
     if ir is None:
-        ir = ",".join(available_irs())
+        ir = ",".join(available_irs(tvm_python))
     irs = tuple(dict.fromkeys(t.strip() for t in ir.split(",") if t.strip()))
     if not irs or set(irs) - {"relax", "tir", "onnx"}:
         raise click.UsageError(f"--ir: {ir!r}: give a comma list of relax, tir, onnx")
-    if "onnx" in irs and "onnx" not in available_irs():
-        raise click.UsageError("--ir onnx: needs the onnx and onnxruntime packages")
+    if given is not None and "onnx" in irs and "onnx" not in available_irs(tvm_python):
+        raise click.UsageError("--ir onnx: needs the onnx and onnxruntime packages"
+                               + (f" (in {tvm_python} too)" if tvm_python else ""))
     kinds = tuple(t.strip() for t in targets.split(",") if t.strip())
     bad = [k for k in kinds if k not in TARGET_KINDS]
     if bad or not kinds:
