@@ -428,7 +428,10 @@ def _expand(g, n, ins, tys):
 
 
 def _concat(g, n, ins, tys):
-    return [g.one("Concat", ins, {"axis": n.attrs["axis"]})]
+    ax = n.attrs.get("axis")
+    if ax is None:   # Relax (numpy): the inputs flattened first
+        ins, ax = [g.one("Reshape", [x, g.ints([-1])]) for x in ins], 0
+    return [g.one("Concat", ins, {"axis": ax})]
 
 
 def _stack(g, n, ins, tys):

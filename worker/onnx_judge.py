@@ -72,7 +72,8 @@ def converter_frame(exc: BaseException) -> str:
     """The frontend converter an import error came from (``Squeeze._impl_v13``): the
     innermost ``_impl_vN`` frame in onnx_frontend.py, or where the error came from normalizing
     what a converter returned (a Relax op's type inference), the converter that
-    ``_convert_operator`` ran; "" where neither is on the traceback."""
+    ``_convert_operator`` ran, or where ``_construct_nodes`` refused the node before, its
+    converter; "" where none is on the traceback."""
     found = ""
     tb = exc.__traceback__
     while tb is not None:
@@ -83,6 +84,10 @@ def converter_frame(exc: BaseException) -> str:
                 found = f"{getattr(cls, '__name__', '?')}.{code.co_name}"
             elif code.co_name == "_convert_operator" and not found:
                 found = _converter_of(frame.f_locals.get("op_name"), frame.f_locals.get("opset"))
+            elif code.co_name == "_construct_nodes" and frame.f_locals.get("op_name"):
+                # refused before its converter ran (ShapeExpr inputs): the node's converter
+                importer = frame.f_locals.get("self")
+                found = _converter_of(frame.f_locals["op_name"], getattr(importer, "opset", 0))
         tb = tb.tb_next
     return found
 
