@@ -235,6 +235,8 @@ class OnnxOp:
 
 FL = ("float32", "float16", "float64", "bfloat16")
 FL3 = ("float32", "float16", "float64")
+# onnxruntime's CPU kernels of conv, pooling, Erf, Gelu and several activations take no float64
+ORT_FL = ("float32", "float16")
 INT = ("int8", "int32", "int64", "uint8")
 NUM = FL + INT
 
@@ -274,7 +276,7 @@ def _gelu(approx):
             poly = g.one("Add", [x, g.one("Mul", [cube, c(0.044715)])])
             inner = g.one("Tanh", [g.one("Mul", [poly, c(np.sqrt(2 / np.pi))])])
         return [g.one("Mul", [g.one("Mul", [x, c(0.5)]), g.one("Add", [inner, c(1.0)])])]
-    return OnnxOp(build=build, dtypes=FL)
+    return OnnxOp(build=build, dtypes=ORT_FL)
 
 
 def _softplus(g, n, ins, tys):
@@ -288,8 +290,8 @@ def _clip(g, n, ins, tys):
     lo, hi = n.attrs["min"], n.attrs["max"]
     if g.opset < 11:
         return [g.one("Clip", ins, {"min": float(lo), "max": float(hi)})]
-    if dt in INT and g.opset < 12:
-        raise NotExportable("integer Clip needs opset 12")
+    if (dt in INT or dt == "float64") and g.opset < 12:
+        raise NotExportable(f"Clip on {dt} needs opset 12")
     return [g.one("Clip", [ins[0], g.const(lo, dt), g.const(hi, dt)])]
 
 
@@ -383,6 +385,9 @@ def _arg(op_type):
 def _scan(g, n, ins, tys):
     x, ax = ins[0], n.attrs.get("axis")
     dt = n.attrs.get("dtype")
+    out = n.ty.dtype
+    if out not in FL + ("int32", "int64") or (out in ("float16", "bfloat16") and g.opset < 14):
+        raise NotExportable(f"CumSum on {out} (at opset {g.opset})")
     if dt and dt != tys[0].dtype:
         x = g.one("Cast", [x], {"to": onnx_dtype(dt)})
     if ax is None:
@@ -553,7 +558,13 @@ def _trilu(upper):
     def build(g, n, ins, tys):
         return [g.one("Trilu", [ins[0], g.const(n.attrs.get("k", 0), "int64")],
                       {"upper": int(upper)})]
-    return OnnxOp(build=build, since=14)
+    return OnnxOp(build=build, since=14, dtypes=FL + ("int32", "int64", "bool"))
+
+
+def _where(g, n, ins, tys):
+    if tys[1].dtype not in NUM:
+        raise NotExportable(f"Where choosing {tys[1].dtype}")   # onnxruntime: no bool kernel
+    return [g.one("Where", ins)]
 
 
 def _one_hot(g, n, ins, tys):
@@ -561,6 +572,9 @@ def _one_hot(g, n, ins, tys):
     if tys[0].ndim == 0:
         raise NotExportable("OneHot of a scalar index")
     a = n.attrs
+    if tys[0].dtype != "int64" or a["dtype"] not in ("float32", "int64", "int32"):
+        # onnxruntime's OneHot kernels: int64 indices; float32, int64 or int32 values
+        raise NotExportable(f"OneHot of {tys[0].dtype} to {a['dtype']}")
     values = g.const([a["off_value"], a["on_value"]], a["dtype"])
     # ONNX counts a negative index from the end; Relax's is simply off everywhere (as one
     # past the end is in both).
@@ -606,7 +620,7 @@ def _conv(rank):
                                    "dilations": list(a["dilation"]),
                                    "group": a.get("groups", 1)})
         return [_from_canonical(g, y, dl, data)]
-    return OnnxOp(build=build, dtypes=FL3)
+    return OnnxOp(build=build, dtypes=ORT_FL)
 
 
 def _conv_transpose(rank):
@@ -626,7 +640,7 @@ def _conv_transpose(rank):
             "group": a.get("groups", 1), "output_padding": list(a.get("output_padding")
                                                                  or [0] * rank)})
         return [_from_canonical(g, y, dl, data)]
-    return OnnxOp(build=build, dtypes=FL3)
+    return OnnxOp(build=build, dtypes=ORT_FL)
 
 
 def _instance_norm(g, n, ins, tys):
@@ -663,8 +677,10 @@ def _pool(kind, rank):
                     raise NotExportable("AveragePool dilations need opset 19")
                 attrs["dilations"] = dil
             attrs["count_include_pad"] = int(bool(a.get("count_include_pad")))
-        if tys[0].dtype not in (FL3 if kind == "AveragePool" else FL3 + ("int8", "uint8")):
+        if tys[0].dtype not in (ORT_FL if kind == "AveragePool" else FL3 + ("int8", "uint8")):
             raise NotExportable(f"{kind} on {tys[0].dtype}")
+        if tys[0].dtype in ("int8", "uint8") and g.opset < 12:
+            raise NotExportable("8-bit MaxPool needs opset 12")
         y = g.one(kind, [_to_canonical(g, ins[0], layout, canon)], attrs)
         return [_from_canonical(g, y, layout, canon)]
     return OnnxOp(build=build)
@@ -690,7 +706,7 @@ def _adaptive(rank):
         else:
             raise NotExportable("adaptive pooling with uneven windows")
         return [_from_canonical(g, y, layout, canon)]
-    return OnnxOp(build=build, dtypes=FL3)
+    return OnnxOp(build=build, dtypes=ORT_FL)
 
 
 def _softmax(op_type):
@@ -704,7 +720,8 @@ def _softmax(op_type):
 
 def _layer_norm(g, n, ins, tys):
     a, rank = n.attrs, tys[0].ndim
-    axes = sorted(x % rank for x in a["axes"])
+    # Relax's gamma and beta follow the axes in the order given: only trailing axes in order
+    axes = [x % rank for x in a["axes"]]
     if axes != list(range(axes[0], rank)) or not a.get("scale", True) or \
             not a.get("center", True):
         raise NotExportable("LayerNormalization normalizes trailing axes, scale and bias")
@@ -770,6 +787,9 @@ def _filled(value_of):
 
 def _eye_like(g, n, ins, tys):
     dt = n.attrs.get("dtype") or tys[0].dtype
+    kernels = ("float32", "float64", "int32", "int64")   # onnxruntime's EyeLike kernels
+    if tys[0].dtype not in kernels or dt not in kernels:
+        raise NotExportable(f"EyeLike from {tys[0].dtype} to {dt}")
     return [g.one("EyeLike", ins, {"k": int(n.attrs.get("k", 0)), "dtype": onnx_dtype(dt)})]
 
 
@@ -784,7 +804,7 @@ EXPORTERS: dict[str, OnnxOp] = {
     **{f"relax.{n}": _simple(n.capitalize(), ("float32",))
        for n in ("sin", "cos", "tan", "sinh", "cosh", "asin", "acos", "atan", "asinh",
                  "acosh", "atanh")},
-    "relax.tanh": _simple("Tanh", FL), "relax.erf": _simple("Erf", FL),
+    "relax.tanh": _simple("Tanh", FL), "relax.erf": _simple("Erf", ORT_FL),
     "relax.sigmoid": _simple("Sigmoid", FL), "relax.floor": _simple("Floor", FL),
     "relax.ceil": _simple("Ceil", FL), "relax.round": _simple("Round", FL, since=11),
     "relax.sign": _simple("Sign", NUM, since=9),
@@ -794,9 +814,9 @@ EXPORTERS: dict[str, OnnxOp] = {
     "relax.logical_not": _simple("Not", ("bool",)),
     "relax.nn.relu": _simple("Relu", FL), "relax.nn.silu": OnnxOp(build=_silu, dtypes=FL),
     "relax.nn.gelu": _gelu("none"), "relax.nn.gelu_tanh": _gelu("tanh"),
-    "relax.nn.selu": _simple("Selu", FL),
-    "relax.nn.softplus": OnnxOp(build=_softplus, dtypes=FL),
-    "relax.nn.leakyrelu": _simple("LeakyRelu", FL, attrs=_unary_attr("LeakyRelu",
+    "relax.nn.selu": _simple("Selu", ORT_FL),
+    "relax.nn.softplus": OnnxOp(build=_softplus, dtypes=ORT_FL),
+    "relax.nn.leakyrelu": _simple("LeakyRelu", ORT_FL, attrs=_unary_attr("LeakyRelu",
                                                                       alpha="alpha")),
     "relax.clip": OnnxOp(build=_clip, dtypes=NUM),
     # elementwise, binary (ONNX broadcasting is numpy's)
@@ -820,15 +840,16 @@ EXPORTERS: dict[str, OnnxOp] = {
     "relax.bitwise_or": _simple("BitwiseOr", INT, since=18),
     "relax.bitwise_xor": _simple("BitwiseXor", INT, since=18),
     # reductions: axes an attribute, an input from 13 (ReduceSum) or 18 (the others)
-    "relax.sum": OnnxOp(build=_reduce("ReduceSum", 13), dtypes=NUM),
+    # (ReduceSum/ReduceProd and CumSum have no 8-bit integers)
+    "relax.sum": OnnxOp(build=_reduce("ReduceSum", 13), dtypes=FL + ("int32", "int64")),
     "relax.mean": OnnxOp(build=_reduce("ReduceMean", 18), dtypes=FL),
     "relax.max": OnnxOp(build=_reduce("ReduceMax", 18), dtypes=NUM, int_since=12),
     "relax.min": OnnxOp(build=_reduce("ReduceMin", 18), dtypes=NUM, int_since=12),
-    "relax.prod": OnnxOp(build=_reduce("ReduceProd", 18), dtypes=NUM),
+    "relax.prod": OnnxOp(build=_reduce("ReduceProd", 18), dtypes=FL + ("int32", "int64")),
     "relax.variance": _moments("variance"), "relax.std": _moments("std"),
     "relax.argmax": OnnxOp(build=_arg("ArgMax"), dtypes=NUM),
     "relax.argmin": OnnxOp(build=_arg("ArgMin"), dtypes=NUM),
-    "relax.cumsum": OnnxOp(build=_scan, since=11, dtypes=NUM),
+    "relax.cumsum": OnnxOp(build=_scan, since=11, dtypes=FL + ("int32", "int64")),
     # shapes
     "relax.reshape": OnnxOp(build=_reshape, since=5), "relax.flatten": OnnxOp(build=_flatten),
     "relax.nn.batch_flatten": _simple("Flatten", attrs=lambda n, t: {"axis": 1}),
@@ -844,7 +865,7 @@ EXPORTERS: dict[str, OnnxOp] = {
     "relax.take": OnnxOp(build=_take), "relax.gather_elements": OnnxOp(build=_gather_elements,
                                                                        since=11),
     "relax.gather_nd": OnnxOp(build=_gather_nd, since=12),
-    "relax.where": _simple("Where", since=9), "relax.tril": _trilu(False),
+    "relax.where": OnnxOp(build=_where, since=9), "relax.tril": _trilu(False),
     "relax.triu": _trilu(True), "relax.one_hot": OnnxOp(build=_one_hot, since=11),
     # nn
     **{f"relax.nn.conv{r}d": _conv(r) for r in (1, 2, 3)},
@@ -854,11 +875,11 @@ EXPORTERS: dict[str, OnnxOp] = {
     **{f"relax.nn.adaptive_avg_pool{r}d": _adaptive(r) for r in (1, 2, 3)},
     "relax.nn.softmax": _softmax("Softmax"), "relax.nn.log_softmax": _softmax("LogSoftmax"),
     "relax.nn.layer_norm": OnnxOp(build=_layer_norm, since=17, dtypes=FL3),
-    "relax.nn.prelu": OnnxOp(build=_prelu, since=9, dtypes=FL3),
+    "relax.nn.prelu": OnnxOp(build=_prelu, since=9, dtypes=ORT_FL),
     "relax.nn.instance_norm": OnnxOp(build=_instance_norm, since=6, dtypes=FL3),
     "relax.nn.dropout": None,   # a tuple (output, mask) in Relax; ONNX's mask differs
     # linalg, sort
-    "relax.matmul": OnnxOp(build=_matmul, since=9, dtypes=FL + ("int32", "int64")), "relax.einsum": OnnxOp(build=_einsum,
+    "relax.matmul": OnnxOp(build=_matmul, since=9, dtypes=FL + ("int32", "int64")), "relax.einsum": OnnxOp(build=_einsum, dtypes=FL + ("int32", "int64"),
                                                                            since=12),
     "relax.topk": OnnxOp(build=_topk, since=11),
     "relax.sort": _sort(False), "relax.argsort": _sort(True),
