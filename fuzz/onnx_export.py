@@ -894,6 +894,11 @@ EXPORTERS = {k: v for k, v in EXPORTERS.items() if v is not None}
 EXPORTABLE_OPS = tuple(sorted(EXPORTERS))
 
 
+def ops_for(opset: int) -> tuple:
+    """The ops whose ONNX form exists at ``opset`` (some dtypes may still need a later one)."""
+    return tuple(op for op in EXPORTABLE_OPS if EXPORTERS[op].since <= opset)
+
+
 # --- the export ---------------------------------------------------------------------------
 def _value_info(name: str, ty, dynamic: bool, actual=None):
     import onnx

@@ -126,15 +126,17 @@ def onnx_options(seed: int) -> dict:
 
 
 def make_onnx_case(seed: int, targets=TARGET_KINDS, schedules: bool = False):
-    """An ONNX case: a valid program of the ops the exporter has (``EXPORTABLE_OPS``), drawn
+    """An ONNX case: a valid program of the ops the exporter has at the seed's opset
+    (``ops_for``), drawn
     again (another sub-seed) until it exports at the seed's opset; after ONNX_TRIES draws the
     last one is kept, and its judge says ``not_exportable``."""
     from fuzz.model import OnnxProgram
-    from fuzz.onnx_export import EXPORTABLE_OPS, exportable
+    from fuzz.onnx_export import exportable, ops_for
 
     options = onnx_options(seed)
+    ops = ops_for(options["opset"])
     for attempt in range(ONNX_TRIES):
-        prog = generate(seed * ONNX_TRIES + attempt, mode="valid", ops=EXPORTABLE_OPS)
+        prog = generate(seed * ONNX_TRIES + attempt, mode="valid", ops=ops)
         try:
             if exportable(prog, options["opset"]) is None:
                 break
