@@ -1118,3 +1118,32 @@ def model_source(model) -> str:
               f"    model.ir_version = {model.ir_version}",
               "    return model", ""]
     return "\n".join(lines)
+
+
+def expose_values(program: Program) -> Program:
+    """``program`` with every tensor its entry function computes returned too (a tuple of
+    the old outputs and every other tensor-valued node): each becomes a graph output, so the
+    import's declared type of every intermediate value is checked against onnxruntime's
+    (bug class 2: a wrong static shape in the middle of a graph, not only at its end)."""
+    from .model import Block
+
+    out = program.copy()
+    f = out.main
+    nodes = {n.name: n for n in f.nodes()}
+    ret = nodes.get(f.ret)
+    first = [a for a in ret.args] if ret is not None and ret.op == "tuple" else [f.ret]
+    rest = [n.name for n in f.nodes() if isinstance(n.ty, TensorTy) and n.ty.shape is not None
+            and n.name not in first and n.op != "tuple"]
+    if not rest:
+        return out
+    names = first + rest
+    tys = [f.value_types()[x] for x in names]
+    if not all(isinstance(t, TensorTy) for t in tys):
+        return out
+    used = {x for b in f.blocks for n in b.nodes for x in n.args}
+    taken = set(nodes) | {p.name for p in f.params} | used
+    name = next(f"out{i}" for i in range(len(taken) + 1) if f"out{i}" not in taken)
+    f.blocks.append(Block(False, [Node(name, "tuple", names, {}, TupleTy(tys))]))
+    f.ret = name
+    out.meta["exposed"] = len(rest)
+    return out

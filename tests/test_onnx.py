@@ -196,6 +196,17 @@ def test_a_short_onnx_campaign(tmp_path):
     assert summary["verdicts"].get("pass", 0) > 0
 
 
+def test_exposed_values_are_graph_outputs_checked_at_import():
+    from fuzz.onnx_export import expose_values
+
+    prog = expose_values(_small_valid())
+    assert prog.meta["exposed"] == 2 and len(reference.output_nodes(prog)) == 3
+    model = export(prog, OnnxOptions(opset=18))
+    assert len(model.graph.output) == 3
+    o = _judge(prog, opset=18)
+    assert o.verdict == "pass", o.to_json()
+
+
 def _reshape_then_expand() -> Program:
     x = TensorTy([2, 3], "float32")
     return _one([Node("v1", "relax.reshape", ["a"], {"shape": [3, 2]},

@@ -110,6 +110,7 @@ def make_case(seed: int, mode: Optional[str], targets=TARGET_KINDS, ir=("relax",
 
 
 ONNX_TRIES = 8   # programs drawn from the exportable ops until one exports at the opset
+EXPOSE_SHARE = 0.3   # of ONNX cases whose every intermediate tensor is a graph output too
 
 
 def onnx_options(seed: int) -> dict:
@@ -131,7 +132,7 @@ def make_onnx_case(seed: int, targets=TARGET_KINDS, schedules: bool = False):
     again (another sub-seed) until it exports at the seed's opset; after ONNX_TRIES draws the
     last one is kept, and its judge says ``not_exportable``."""
     from fuzz.model import OnnxProgram
-    from fuzz.onnx_export import exportable, ops_for
+    from fuzz.onnx_export import exportable, expose_values, ops_for
 
     options = onnx_options(seed)
     ops = ops_for(options["opset"])
@@ -143,6 +144,8 @@ def make_onnx_case(seed: int, targets=TARGET_KINDS, schedules: bool = False):
         except Exception:  # noqa: BLE001 - the exporter's defect: the judge reports it
             break
     prog.meta.update(seed=seed, mode="valid", onnx_attempt=attempt)
+    if random.Random(seed * 7919 + 43).random() < EXPOSE_SHARE:
+        prog = expose_values(prog)   # every intermediate's imported type checked too
     prog = OnnxProgram.of(prog, options)
     prog.meta["variants"] = case_variants(seed, targets, schedules=schedules)
     return prog
