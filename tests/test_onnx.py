@@ -292,3 +292,17 @@ def test_onnx_options_from_outside_are_checked():
     assert "booleans" in case_problem(prog)
     prog.meta["onnx"] = {"opset": 18, "module": "os"}
     assert "unknown fields" in case_problem(prog)
+
+
+def test_a_node_the_importer_refuses_before_its_converter_is_named():
+    """take(mode="wrap") is Mod(index, the axis' dim); with the dim computed as PyTorch writes
+    it (Shape -> Gather(scalar) -> Unsqueeze), TVM 0.27's importer holds it as a ShapeExpr and
+    refuses Mod before its converter runs: the signature still names Mod's converter."""
+    prog = _one([Node("v1", "relax.take", ["a", "b"], {"axis": 0, "mode": "wrap"},
+                      TensorTy([3], "float32"))],
+                [Param("a", TensorTy([2, 3], "float32")), Param("b", TensorTy([], "int32"), -5, 5)],
+                "v1")
+    assert _judge(prog, opset=18).verdict == "pass"
+    o = _judge(prog, opset=18, shape_ops=True, scalar_gather=True)
+    assert (o.verdict, o.stage) == ("fail", "import")
+    assert o.signature.endswith("[converter Mod._impl_v10]"), o.signature
