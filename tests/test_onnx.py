@@ -306,3 +306,14 @@ def test_a_node_the_importer_refuses_before_its_converter_is_named():
     o = _judge(prog, opset=18, shape_ops=True, scalar_gather=True)
     assert (o.verdict, o.stage) == ("fail", "import")
     assert o.signature.endswith("[converter Mod._impl_v10]"), o.signature
+
+
+def test_an_export_onnxruntime_disagrees_with_numpy_on_is_invalid(monkeypatch):
+    """Where onnxruntime's outputs are not numpy's (an exporter that wrote another
+    semantics), the case is invalid before TVM is compared with anything."""
+    from fuzz.onnx_export import EXPORTERS, _simple
+
+    monkeypatch.setitem(EXPORTERS, "relax.exp", _simple("Neg"))
+    t = TensorTy([3], "float32")
+    o = _judge(_one([Node("v1", "relax.exp", ["a"], {}, t)], [Param("a", t)], "v1"), opset=18)
+    assert (o.verdict, o.kind, o.stage) == ("invalid", "onnx_disagrees", "onnxruntime")

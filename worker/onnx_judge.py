@@ -11,6 +11,7 @@ Stages and verdicts of their own:
 |---|---|---|
 | ``export`` | the case has no ONNX form at its opset | ``invalid``, ``not_exportable`` |
 | ``onnxruntime`` | onnxruntime refuses the model or fails running it | ``invalid``, ``onnx_rejected`` |
+| ``onnxruntime`` | its outputs differ from numpy's on the program (the export's fault) | ``invalid``, ``onnx_disagrees`` |
 | ``import`` | ``from_onnx`` raises | ``fail``, ``crash`` (the converter in ``extra``) |
 | ``import`` | a declared output shape or dtype is not what onnxruntime computed | ``fail``, ``shape_inference`` |
 """
@@ -199,6 +200,17 @@ def judge_onnx(program: Program, variants: Optional[list] = None,
         expected = onnxruntime_outputs(model, feeds(program, opts, arrays))
     except Exception as e:  # noqa: BLE001
         return done(_fail("onnxruntime", e, "onnx_rejected", "invalid"))
+    # onnxruntime is the reference only where it agrees with numpy on the program: elsewhere
+    # the exporter wrote another semantics (or onnxruntime errs), and TVM is not to blame.
+    try:
+        numpy_out = reference.flatten(reference.run(program, arrays, env))
+    except Exception:  # noqa: BLE001 - no numpy reference for this case: onnxruntime alone
+        numpy_out = None
+    if numpy_out is not None:
+        diff = reference.compare(program, numpy_out, expected)
+        if diff:
+            return done(Outcome("invalid", "onnx_disagrees", "onnxruntime", "",
+                                "onnxruntime disagrees with numpy: " + diff[1]))
     breadcrumb.mark(stage="import")
     try:
         mod = import_model(model, program, opts, arrays)
