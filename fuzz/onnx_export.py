@@ -809,7 +809,8 @@ EXPORTERS: dict[str, OnnxOp] = {
     "relax.ceil": _simple("Ceil", FL), "relax.round": _simple("Round", FL, since=11),
     "relax.sign": _simple("Sign", NUM, since=9),
     "relax.isfinite": OnnxOp(build=_isfinite, dtypes=("float32", "float64"), since=10),
-    "relax.isinf": _simple("IsInf", ("float32", "float64"), since=10), "relax.isnan": _simple("IsNaN", FL, since=9),
+    "relax.isinf": _simple("IsInf", ("float32", "float64"), since=10),
+    "relax.isnan": _simple("IsNaN", FL, since=9),
     "relax.bitwise_not": _simple("BitwiseNot", INT, since=18),
     "relax.logical_not": _simple("Not", ("bool",)),
     "relax.nn.relu": _simple("Relu", FL), "relax.nn.silu": OnnxOp(build=_silu, dtypes=FL),
@@ -879,8 +880,8 @@ EXPORTERS: dict[str, OnnxOp] = {
     "relax.nn.instance_norm": OnnxOp(build=_instance_norm, since=6, dtypes=FL3),
     "relax.nn.dropout": None,   # a tuple (output, mask) in Relax; ONNX's mask differs
     # linalg, sort
-    "relax.matmul": OnnxOp(build=_matmul, since=9, dtypes=FL + ("int32", "int64")), "relax.einsum": OnnxOp(build=_einsum, dtypes=FL + ("int32", "int64"),
-                                                                           since=12),
+    "relax.matmul": OnnxOp(build=_matmul, since=9, dtypes=FL + ("int32", "int64")),
+    "relax.einsum": OnnxOp(build=_einsum, dtypes=FL + ("int32", "int64"), since=12),
     "relax.topk": OnnxOp(build=_topk, since=11),
     "relax.sort": _sort(False), "relax.argsort": _sort(True),
     # creation

@@ -372,7 +372,8 @@ class Display:
             irs = snap.get("cases_by_ir") or {}
             by_ir = (" [" + ", ".join(f"{k} {n}" for k, n in sorted(irs.items())) + "]"
                      if len(irs) > 1 else "")
-            self.echo(f"[{snap['t']:6.0f}s] {snap['cases']} cases{by_ir} ({snap['cases_per_s']}/s), "
+            self.echo(f"[{snap['t']:6.0f}s] {snap['cases']} cases{by_ir} "
+                      f"({snap['cases_per_s']}/s), "
                       f"findings: {kinds or 'none'}; {snap['unique_signatures']} signatures, "
                       f"{snap['unique_bugs']} bugs ({snap['new_bugs']} new), validity {100 * snap['validity']:.1f}%, ops {snap['op_coverage']}")
 
