@@ -76,6 +76,13 @@ def type_of(expr):
     return ty if ty is not None else expr.struct_info
 
 
+def ret_type(func):
+    """A Relax function's declared return type: ``.ret_ty`` (0.26, 0.27), ``.ret_struct_info``
+    (0.25)."""
+    ty = getattr(func, "ret_ty", None)
+    return ty if ty is not None else func.ret_struct_info
+
+
 def var_name(var) -> str:
     """A Relax var's name: ``.name`` (0.26, 0.27), ``.name_hint`` (0.25)."""
     name = getattr(var, "name", None)

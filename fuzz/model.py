@@ -197,6 +197,9 @@ class Program:
             from .seeded import SeededCase
 
             return SeededCase.from_json(d)
+        if d.get("kind") == "onnx":
+            return OnnxProgram.of(Program.from_json({k: v for k, v in d.items()
+                                                     if k != "kind"}))
         if d.get("schema") != SCHEMA_VERSION:
             raise ValueError(f"unsupported case schema {d.get('schema')!r}")
 
@@ -224,6 +227,29 @@ class Program:
         """A deep copy: meta's nested dicts (variants, their schedules) are not shared, as
         TirProgram.copy."""
         return Program.loads(self.dumps())
+
+
+class OnnxProgram(Program):
+    """An ONNX case: a Relax program model exported op by op to ONNX
+    (``fuzz.onnx_export``) and imported back by TVM's frontend. Its export and import options
+    (opset, initializers, dynamic dims, ``keep_params_in_input``, ``shape_dict``) are
+    ``meta["onnx"]``; the JSON is the program's with ``"kind": "onnx"``."""
+
+    ir = "onnx"
+
+    @staticmethod
+    def of(prog: Program, options: Optional[dict] = None) -> "OnnxProgram":
+        out = OnnxProgram(prog.functions, prog.entry, dict(prog.meta))
+        if options is not None:
+            out.meta["onnx"] = dict(options)
+        return out
+
+    @property
+    def options(self) -> dict:
+        return dict(self.meta.get("onnx") or {})
+
+    def to_json(self) -> dict:
+        return {"kind": "onnx", **super().to_json()}
 
 
 def _param_json(p: Param, ty) -> dict:

@@ -74,12 +74,14 @@ def run_report(input_spec: str, out: Optional[str], timeout: float, python: Opti
     except OSError as e:
         raise click.ClickException(f"cannot write results: {e}")
     echo(f"signature: {red.signature}")
-    written = ["repro.py", "report.md"] if red.script else ["report.md"]
+    # An ONNX case's repro.py builds the model itself: it needs no printed module.
+    has_repro = bool(red.script) or (red.out_dir / "repro.py").exists()
+    written = ["repro.py", "report.md"] if has_repro else ["report.md"]
     if bisect and _affected_versions(input_spec, red, kind, value, timeout, echo, jail):
         written.append("bisect.json")
     echo(f"wrote {', '.join(written[:-1])} and {written[-1]} to {red.out_dir}"
          if len(written) > 1 else f"wrote {written[0]} to {red.out_dir}")
-    if not red.script:
+    if not has_repro:
         # e.g. a wrong inferred shape that the next op refuses: TVM cannot build the module.
         echo("the case could not be printed as TVMScript, so there is no repro.py; "
              "`tvmfuzz reduce` cuts it down to a module that prints")

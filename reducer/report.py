@@ -105,11 +105,20 @@ def title(outcome: Outcome, ir: str = "relax", status: str = "new") -> str:
     else:
         text = f"{etype + ' ' if etype else ''}{where.strip() or 'failure'}: {msg}{site}"
     tag = {"known": "[Known bug]", "expected": "[Expected, not a bug]"}.get(status, "[Bug]")
-    return f"{tag}[{'TIR' if ir == 'tir' else 'Relax'}] {text}"
+    area = {"tir": "TIR", "onnx": "Relax][Frontend][ONNX"}.get(ir, "Relax")
+    if ir == "onnx" and kind == "shape_inference":
+        text = f"ONNX import declares the wrong output type: {msg}"
+    return f"{tag}[{area}] {text}"
 
 
 def _expected_text(outcome: Outcome, ir: str = "relax") -> str:
     kind = outcome.kind
+    if ir == "onnx" and outcome.stage == "import":
+        return ("onnxruntime accepts and runs the ONNX model below, so "
+                "`tvm.relax.frontend.onnx.from_onnx` imports it into a module whose declared "
+                "output types are the ones onnxruntime computes.")
+    if ir == "onnx" and kind == "numeric":
+        return "The outputs agree with onnxruntime's (within the usual floating-point tolerance)."
     if ir == "tir" and kind not in ("numeric", "roundtrip", "late_validation"):
         return ("The PrimFunc is well-formed (`tvm.tirx.analysis.verify_well_formed` accepts "
                 "it), so it schedules, builds and runs, or TVM reports a user-facing error "
@@ -332,6 +341,9 @@ def report_markdown(red, variants: list, affected: Optional[dict] = None) -> str
              if meta.get(key) is not None]
     if meta.get("mutations"):
         found.append(f"mutations {', '.join(meta['mutations'])}")
+    onnx_lines: list = []
+    if ir == "onnx":
+        onnx_lines = _onnx_lines(program)
     lines += [
         "### Environment",
         "",
@@ -345,19 +357,25 @@ def report_markdown(red, variants: list, affected: Optional[dict] = None) -> str
         "### Steps to reproduce",
         "",
         "```bash",
-        f"pip install apache-tvm=={v['apache-tvm']} numpy" if v["apache-tvm"] else
-        "pip install apache-tvm numpy",
+        (f"pip install apache-tvm=={v['apache-tvm']} numpy" if v["apache-tvm"] else
+         "pip install apache-tvm numpy") + (" onnx onnxruntime" if ir == "onnx" else ""),
         "python repro.py   # exit 1: reproduces; 0: fixed; 2: fails differently",
         "```",
         "",
         _repro_text(o, meta, bool(red.repro.get("module_json")),
-                    builder=not red.script and bool(red.repro.get("builder"))),
+                    builder=not red.script and bool(red.repro.get("builder")))
+        if ir != "onnx" else
+        ("`repro.py` (attached) builds the ONNX model below with `onnx.helper`, runs it in "
+         "onnxruntime on the embedded inputs (the reference), imports it with `from_onnx` "
+         "(options above), then builds and runs the imported module as listed above."),
         "",
-        "### Reduced module",
+        *onnx_lines,
+        "### Imported module" if ir == "onnx" else "### Reduced module",
         "",
         "```python",
         red.script.strip() if red.script else (red.repro.get("builder") or "").strip()
-        or "(could not be printed)",
+        or ("(none: the import fails)" if ir == "onnx" and o.stage == "import"
+            else "(could not be printed)"),
         "```",
         "",
         *_schedule_lines(o, variants if program is None or program.ir != "tir" else [],
@@ -377,6 +395,24 @@ def report_markdown(red, variants: list, affected: Optional[dict] = None) -> str
         lines.append(f"Reproduced {rep.get('reproduced')} of {rep.get('replays')} runs.")
     lines += ["", f"Signature: `{red.signature}`", ""]
     return "\n".join(lines)
+
+
+def _onnx_lines(program) -> list[str]:
+    """An ONNX case's model (as onnx.helper calls) and its export and import options."""
+    from fuzz.inputs import make_inputs
+    from fuzz.onnx_export import OnnxOptions, export, model_source
+
+    opts = OnnxOptions.from_json(program.meta.get("onnx") or {})
+    try:
+        _, arrays = make_inputs(program, program.meta.get("seed") or 0)
+        source = model_source(export(program, opts, arrays)).strip()
+    except Exception as e:  # noqa: BLE001 - the report is still worth writing
+        source = f"# the model could not be written: {type(e).__name__}: {e}"
+    return ["### ONNX model", "",
+            f"Opset {opts.opset}; import: `from_onnx(model, keep_params_in_input="
+            f"{bool(opts.keep_params_in_input)}, shape_dict="
+            f"{'the inputs’ shapes' if opts.shape_dict else 'None'})`.", "",
+            "```python", source, "```", ""]
 
 
 def _tir_lines(program, o: Outcome, st: dict) -> list[str]:
@@ -416,7 +452,13 @@ def write_outputs(red, variants: Optional[list] = None, affected: Optional[dict]
         or failing_variants(program, red.outcome)
     if program is not None:
         w.write("case.json", program.dumps())
-    if red.script and program is not None and program.ir == "tir":
+    if program is not None and program.ir == "onnx":
+        from .repro import onnx_repro_text
+
+        if red.script:
+            w.write("case.py", red.script)   # the module TVM imported
+        w.write("repro.py", onnx_repro_text(program, red.outcome, variants), mode=0o755)
+    elif red.script and program is not None and program.ir == "tir":
         from .tir_repro import tir_repro_text
 
         w.write("case.py", red.script)

@@ -183,12 +183,15 @@ def repro_text(script: str, outcome: Outcome, program: Optional[Program] = None,
                variants: Optional[list] = None, input_seed: int = 0,
                timeout: float = 60.0, near_valid: bool = False,
                inputs_by_name: Optional[dict] = None, module_json: str = "",
-               schedule_traces: Optional[dict] = None, builder: bool = False) -> str:
+               schedule_traces: Optional[dict] = None, builder: bool = False,
+               onnx: Optional[dict] = None) -> str:
     """repro.py's text. ``module_json``: ``tvm.ir.save_json`` of the module the finding built,
     where ``script`` does not parse back to it; ``schedule_traces``: per index of a
     "scheduled" variant, ``{"traces": ...}`` (``worker.tir_schedule.step_traces``) or
     ``{"error": why}``. ``builder``: ``script`` is the module's construction as Python
-    (``fuzz.materialize.builder_source``), for a finding TVM meets while constructing it."""
+    (``fuzz.materialize.builder_source``), for a finding TVM meets while constructing it.
+    ``onnx``: an ONNX finding (``onnx_repro_text``): ``script`` builds the model with
+    onnx.helper, ``onnx`` holds the graph inputs' names and values and the import options."""
     v = versions()
     inputs = {"how": "script", "seed": input_seed, "by_name": inputs_by_name or {}}
     if program is not None:
@@ -209,6 +212,15 @@ def repro_text(script: str, outcome: Outcome, program: Optional[Program] = None,
     }
     if builder:
         case["builder"] = True
+    shared = shared_code()
+    if onnx is not None:
+        import inspect
+
+        from worker.onnx_judge import REPRO_CODE as ONNX_CODE
+
+        case["onnx"] = {"feeds": onnx["feeds"], "options": onnx["options"]}
+        case["inputs"] = {"how": "arrays", "data": pack(onnx["arrays"])}
+        shared += "\n\n".join(inspect.getsource(o).rstrip() for o in ONNX_CODE) + "\n\n\n"
     if module_json:
         case["module"] = base64.b64encode(zlib.compress(module_json.encode(), 9)).decode()
     extra = outcome.extra
@@ -229,11 +241,34 @@ def repro_text(script: str, outcome: Outcome, program: Optional[Program] = None,
     pip = f"apache-tvm=={v['apache-tvm']} numpy" if v["apache-tvm"] else "apache-tvm numpy"
     if "bfloat16" in script or "float8" in script:
         pip += " ml_dtypes"
+    if onnx is not None:
+        import onnx as onnx_pkg
+        import onnxruntime
+
+        pip += f" onnx=={onnx_pkg.__version__} onnxruntime=={onnxruntime.__version__}"
     text = TEMPLATE.read_text()
     text = text[text.index("#!/usr/bin/env python3"):]
     title = outcome.signature.replace('"' * 3, "'" * 3).replace(chr(92), "/")[:300]
     fill = {"__TITLE__": f"Reproducer: {title}", "__PIP__": pip, "__SCRIPT__": _literal(script),
             "__CASE__": _literal(json.dumps(case, indent=1, default=str)),
-            "__SHARED__": shared_code()}
+            "__SHARED__": shared}
     # One pass, so text filled in is never scanned for another placeholder.
     return re.sub("|".join(fill), lambda m: fill[m.group(0)], text)
+
+
+def onnx_repro_text(program: Program, outcome: Outcome,
+                    variants: Optional[list] = None) -> str:
+    """repro.py of an ONNX finding (``fuzz.model.OnnxProgram``): the model built with
+    onnx.helper (``fuzz.onnx_export.model_source``), onnxruntime's outputs as the reference,
+    TVM's import with the case's options, then the Relax reproducer's own build, run and
+    comparison under the finding's variants."""
+    from fuzz.inputs import make_inputs
+    from fuzz.onnx_export import OnnxOptions, export, feeds, model_source
+
+    opts = OnnxOptions.from_json(program.meta.get("onnx") or {})
+    _, arrays = make_inputs(program, program.meta.get("seed") or 0)
+    model = export(program, opts, arrays)
+    fed = feeds(program, opts, arrays)
+    return repro_text(model_source(model), outcome, program, variants,
+                      onnx={"feeds": list(fed), "arrays": list(fed.values()),
+                            "options": opts.to_json()})

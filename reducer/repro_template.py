@@ -93,7 +93,55 @@ def load_module(near_valid):
     return tvm.script.from_source(SCRIPT, check_well_formed=not near_valid)
 
 
+ONNX = {}   # an ONNX finding: onnxruntime's outputs and the values by name (load_onnx)
+
+
+def load_onnx():
+    """An ONNX finding: SCRIPT builds the model with onnx.helper; onnxruntime runs it on the
+    finding's inputs (its outputs are the reference); TVM's frontend imports it with the
+    finding's options. An import error is raised to the caller."""
+    import warnings
+
+    import numpy as np
+    import onnxruntime as ort
+    from onnx import numpy_helper
+    from tvm.relax.frontend.onnx import from_onnx
+
+    scope = {}
+    exec(compile(SCRIPT, "onnx_model.py", "exec"), scope)
+    model = scope["build_model"]()
+    feeds = dict(zip(CASE["onnx"]["feeds"], unpack(CASE["inputs"]["data"])))
+    ort.set_default_logger_severity(4)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    ONNX["expected"] = [np.asarray(x) for x in sess.run(None, feeds)]
+    ONNX["by_name"] = {**{t.name: numpy_helper.to_array(t) for t in model.graph.initializer},
+                       **feeds}
+    ONNX["dims"] = {d.dim_param: int(feeds[vi.name].shape[j])
+                    for vi in model.graph.input if vi.name in feeds
+                    for j, d in enumerate(vi.type.tensor_type.shape.dim) if d.dim_param}
+    options = CASE["onnx"]["options"]
+    shape_dict = ({k: list(v.shape) for k, v in feeds.items()}
+                  if options.get("shape_dict") else None)
+    print(f"importing with from_onnx (opset {options.get('opset')}, keep_params_in_input="
+          f"{bool(options.get('keep_params_in_input'))}, shape_dict={shape_dict})", flush=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return from_onnx(model, shape_dict=shape_dict,
+                         keep_params_in_input=bool(options.get("keep_params_in_input")))
+
+
+def onnx_dim_value(d):
+    """A dim of the imported module's type: a number, a symbolic variable named after the
+    ONNX input's dim_param, or None (another expression)."""
+    if hasattr(d, "value"):
+        return int(d.value)
+    return ONNX["dims"].get(str(d))
+
+
 def make_inputs(mod):
+    if CASE.get("onnx"):   # main's parameters by name: graph inputs, initializers kept
+        names = [getattr(p, "name", None) or p.name_hint for p in mod["main"].params]
+        return [ONNX["by_name"][n] for n in names]
     spec = CASE["inputs"]
     if spec["how"] == "arrays":      # the finding's own inputs
         return unpack(spec["data"])
@@ -180,8 +228,18 @@ def attempt():
     from tvm import relax
 
     near_valid = CASE.get("near_valid", False)
+    if CASE.get("onnx"):
+        try:
+            mod = load_onnx()
+        except Exception as e:
+            traceback.print_exc()
+            return ("import", type(e).__name__, str(e), "")
+        ret = getattr(mod["main"], "ret_ty", None) or mod["main"].ret_struct_info
+        problem = output_type_problem(ret, ONNX["expected"], onnx_dim_value)
+        if problem:
+            return ("import", "", problem, "")
     try:
-        mod = load_module(near_valid)
+        mod = mod if CASE.get("onnx") else load_module(near_valid)
     except Exception as e:
         if CASE.get("builder"):
             traceback.print_exc()
@@ -255,8 +313,9 @@ def attempt():
             if not wf:
                 return ("well_formed", "", "ill-formed module builds and runs", "")
             exact = not v.get("inexact")
-            if CASE.get("expected") and exact:
-                diff = differs(unpack(CASE["expected"]), out, CASE["tol"])
+            if (CASE.get("expected") or CASE.get("onnx")) and exact:
+                want_out = ONNX["expected"] if CASE.get("onnx") else unpack(CASE["expected"])
+                diff = differs(want_out, out, CASE["tol"])
                 if diff:
                     return ("compare", "", diff, "")
             elif first is not None and exact and first[1] and CASE.get("kind") == "numeric":

@@ -56,13 +56,46 @@ def case_variants(seed: int, targets=TARGET_KINDS, alternatives: int = 1,
 
 
 TIR_SHARE = 0.35      # of cases, when a campaign fuzzes both Relax and TIR
+ONNX_SHARE = 0.25     # of cases, when a campaign fuzzes ONNX models beside Relax
 SCHEDULE_SHARE = 0.6  # of TIR cases, when schedules are on
 
 
 def case_ir(seed: int, ir=("relax",)) -> str:
+    """The IR of a seed's case: TIR and ONNX take their shares, Relax the rest (without
+    Relax, the others split the whole in proportion)."""
     if len(ir) == 1:
         return ir[0]
-    return "tir" if random.Random(seed * 31 + 7).random() < TIR_SHARE else "relax"
+    shares = [(k, s) for k, s in (("tir", TIR_SHARE), ("onnx", ONNX_SHARE)) if k in ir]
+    if "relax" not in ir:
+        total = sum(s for _, s in shares)
+        shares = [(k, s / total) for k, s in shares]
+    r, acc = random.Random(seed * 31 + 7).random(), 0.0
+    for k, s in shares:
+        acc += s
+        if r < acc:
+            return k
+    return "relax"
+
+
+def available_irs(python: Optional[str] = None) -> tuple:
+    """The IRs this installation can fuzz: onnx only where onnx and onnxruntime import, here
+    and (``python``: another TVM's interpreter, whose sandbox judges the cases) there."""
+    try:
+        import onnx  # noqa: F401
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return ("relax", "tir")
+    if python:
+        import subprocess
+
+        try:
+            r = subprocess.run([python, "-c", "import onnx, onnxruntime"], capture_output=True,
+                               timeout=120)
+        except (OSError, subprocess.SubprocessError):
+            return ("relax", "tir")
+        if r.returncode != 0:
+            return ("relax", "tir")
+    return ("relax", "tir", "onnx")
 
 
 def make_case(seed: int, mode: Optional[str], targets=TARGET_KINDS, ir=("relax",),
@@ -77,9 +110,54 @@ def make_case(seed: int, mode: Optional[str], targets=TARGET_KINDS, ir=("relax",
         if takes(seed, ir):
             return seeded_case(seed, seeds)
         ir = tuple(i for i in ir if i != "seeded")
-    if case_ir(seed, ir) == "tir":
+    chosen = case_ir(seed, ir)
+    if chosen == "tir":
         return make_tir_case(seed, case_mode(seed, mode), schedules, features)
+    if chosen == "onnx":
+        return make_onnx_case(seed, targets, schedules)
     prog = generate(seed, mode=case_mode(seed, mode))
+    prog.meta["variants"] = case_variants(seed, targets, schedules=schedules)
+    return prog
+
+
+ONNX_TRIES = 8   # programs drawn from the exportable ops until one exports at the opset
+EXPOSE_SHARE = 0.3   # of ONNX cases whose every intermediate tensor is a graph output too
+
+
+def onnx_options(seed: int) -> dict:
+    """A seed's ONNX export and import options (fuzz.onnx_export.OnnxOptions)."""
+    from fuzz.onnx_export import OPSETS
+
+    rng = random.Random(seed * 7919 + 41)
+    weights = rng.random() < 0.35
+    return {"opset": rng.choice(OPSETS), "weights": weights,
+            "weights_as_inputs": weights and rng.random() < 0.3,
+            "dynamic": rng.random() < 0.2,
+            "keep_params_in_input": rng.random() < 0.3, "shape_dict": rng.random() < 0.3,
+            "shape_ops": rng.random() < 0.3, "scalar_gather": rng.random() < 0.5}
+
+
+def make_onnx_case(seed: int, targets=TARGET_KINDS, schedules: bool = False):
+    """An ONNX case: a valid program of the ops the exporter has at the seed's opset
+    (``ops_for``), drawn
+    again (another sub-seed) until it exports at the seed's opset; after ONNX_TRIES draws the
+    last one is kept, and its judge says ``not_exportable``."""
+    from fuzz.model import OnnxProgram
+    from fuzz.onnx_export import exportable, expose_values, ops_for
+
+    options = onnx_options(seed)
+    ops = ops_for(options["opset"])
+    for attempt in range(ONNX_TRIES):
+        prog = generate(seed * ONNX_TRIES + attempt, mode="valid", ops=ops)
+        try:
+            if exportable(prog, options["opset"]) is None:
+                break
+        except Exception:  # noqa: BLE001 - the exporter's defect: the judge reports it
+            break
+    prog.meta.update(seed=seed, mode="valid", onnx_attempt=attempt)
+    if random.Random(seed * 7919 + 43).random() < EXPOSE_SHARE:
+        prog = expose_values(prog)   # every intermediate's imported type checked too
+    prog = OnnxProgram.of(prog, options)
     prog.meta["variants"] = case_variants(seed, targets, schedules=schedules)
     return prog
 
@@ -334,7 +412,11 @@ class Display:
         if force or now - self.last >= self.every:
             self.last = now
             kinds = ", ".join(f"{k} {c}" for k, c in sorted(snap["findings_by_kind"].items()))
-            self.echo(f"[{snap['t']:6.0f}s] {snap['cases']} cases ({snap['cases_per_s']}/s), "
+            irs = snap.get("cases_by_ir") or {}
+            by_ir = (" [" + ", ".join(f"{k} {n}" for k, n in sorted(irs.items())) + "]"
+                     if len(irs) > 1 else "")
+            self.echo(f"[{snap['t']:6.0f}s] {snap['cases']} cases{by_ir} "
+                      f"({snap['cases_per_s']}/s), "
                       f"findings: {kinds or 'none'}; {snap['unique_signatures']} signatures, "
                       f"{snap['unique_bugs']} bugs ({snap['new_bugs']} new), validity {100 * snap['validity']:.1f}%, ops {snap['op_coverage']}")
 
@@ -344,6 +426,9 @@ class Display:
         t = Table(title="tvmfuzz campaign", show_header=False)
         t.add_row("elapsed", f"{snap['t']:.0f} s")
         t.add_row("cases", f"{snap['cases']} ({snap['cases_per_s']}/s)")
+        if len(snap.get("cases_by_ir") or {}) > 1:
+            t.add_row("cases by IR", ", ".join(
+                f"{k} {n}" for k, n in sorted(snap["cases_by_ir"].items())))
         t.add_row("verdicts", ", ".join(f"{k} {v}" for k, v in sorted(snap["verdicts"].items())))
         t.add_row("findings by kind", ", ".join(
             f"{k} {v}" for k, v in sorted(snap["findings_by_kind"].items())) or "none")
@@ -583,7 +668,7 @@ def _summarize(out_dir: Path, stats: Stats, plan: SeedPlan, start: int, echo,
          f"{v['invalid'] - stats.refused_mutants}, near-valid mutants TVM refused to construct "
          f"{stats.refused_mutants}), "
          f"rejected (mutants both verifier and build refuse) {v['rejected']}")
-    if len(stats.irs) > 1 or "tir" in stats.irs:
+    if len(stats.irs) > 1 or set(stats.irs) - {"relax"}:
         echo("cases by IR: " + ", ".join(f"{k} {n}" for k, n in sorted(stats.irs.items())))
     if stats.primitives:
         echo("schedule primitives (cases applied in, findings among them):")

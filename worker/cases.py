@@ -9,9 +9,11 @@ A case is a value of one kind:
 | ``tir`` | a TIR PrimFunc model (``fuzz.tir.model.TirProgram``) | ``worker.tir_execute.run_tir_case`` |
 | ``tvmscript`` | TVMScript text: a user's module, a reducer's candidate | ``worker.script_judge.judge_script`` |
 | ``seeded`` | a TVMScript seed and its mutation (``fuzz.seeded.SeededCase``) | ``worker.seed_mutate.judge_seeded`` |
+| ``onnx`` | a Relax program model exported to ONNX with its opset and import options (``fuzz.model.OnnxProgram``) | ``worker.onnx_judge.judge_onnx`` |
 
-Relax models and text share one judging loop (``worker.execute.judge_module``); they differ
-only in how the module is made and what gives the inputs and the reference. TIR cases have
+Relax models, text and ONNX models share one judging loop (``worker.execute.judge_module``);
+they differ only in how the module is made (materialized, parsed, imported by TVM's ONNX
+frontend) and what gives the inputs and the reference (numpy, none, onnxruntime). TIR cases have
 their own stages (a schedule before the variants, ``tvm.tirx.build``).
 
 Every consumer (campaign, smoke, Celery workers, replay, the reducer's oracle, bisect) builds
@@ -113,6 +115,19 @@ class TirCase(_ModelCase):
         return run_tir_case
 
 
+class OnnxCase(_ModelCase):
+    """A program model written as ONNX (``fuzz.onnx_export``) and imported by TVM; the job
+    is the model case's (the options travel in the case, ``meta["onnx"]``)."""
+
+    name, ir = "onnx", "onnx"
+
+    @staticmethod
+    def _judge_program():
+        from .onnx_judge import judge_onnx
+
+        return judge_onnx
+
+
 class ScriptCase(CaseKind):
     """TVMScript text. The script guard checks it before it is sent (``job`` refuses unsafe
     text with ``UnsafeScript``) and again in the child before TVM parses it."""
@@ -176,7 +191,8 @@ class SeededKind(_ModelCase):
         return judge_seeded(case, self._variants(job, case) or [], job.get("input_seed", 0))
 
 
-KINDS: tuple[CaseKind, ...] = (RelaxCase(), TirCase(), ScriptCase(), SeededKind())
+KINDS: tuple[CaseKind, ...] = (RelaxCase(), TirCase(), ScriptCase(), SeededKind(),
+                                 OnnxCase())
 
 
 def kind_of(value: Any) -> CaseKind:
@@ -193,7 +209,8 @@ def kind_of_job(job: dict) -> CaseKind:
         return KINDS[2]
     if job.get("kind") == "seeded":
         return KINDS[3]
-    return KINDS[1] if (job.get("program") or {}).get("kind") == "tir" else KINDS[0]
+    program_kind = (job.get("program") or {}).get("kind")
+    return {"tir": KINDS[1], "onnx": KINDS[4]}.get(program_kind, KINDS[0])
 
 
 def job(value: Any, **opts) -> dict:

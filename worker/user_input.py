@@ -93,6 +93,23 @@ def _has_module(text: str) -> bool:
     return False
 
 
+def _onnx_options_problem(options) -> Optional[str]:
+    """An ONNX case's export and import options must be the ones tvmfuzz draws: known names,
+    an opset tvmfuzz exports to, flags as booleans."""
+    from fuzz.onnx_export import OPSETS, OnnxOptions
+
+    if not isinstance(options, dict):
+        return "its ONNX options (meta.onnx) are not an object"
+    known = set(OnnxOptions().to_json())
+    if set(options) - known:
+        return f"its ONNX options have unknown fields {sorted(set(options) - known)}"
+    if options.get("opset", OPSETS[-1]) not in OPSETS:
+        return f"its ONNX opset {str(options.get('opset'))[:20]!r} is not one of {OPSETS}"
+    if not all(isinstance(v, bool) for k, v in options.items() if k != "opset"):
+        return "its ONNX options' flags are not booleans"
+    return None
+
+
 def case_problem(prog: Program) -> Optional[str]:
     """Why a case from outside (a file, the broker, a shared corpus) may not run, or None. Its
     variants are data that the sandbox turns into passes, pipelines and targets: only names
@@ -105,6 +122,10 @@ def case_problem(prog: Program) -> Optional[str]:
             problem = text is not None and user_script_problem(text, f"its {what}")
             if problem:
                 return problem
+    if prog.ir == "onnx":
+        problem = _onnx_options_problem(prog.meta.get("onnx"))
+        if problem:
+            return problem
     ir = "tir" if prog.ir == "tir" else "relax"
     known_passes = set(tir_passes.ALL_PASSES) if ir == "tir" else set(RELAX_PASSES)
     variants = prog.meta.get("variants") or []

@@ -37,6 +37,7 @@ MODEL = (                                   # Relax cases (fuzz.model); size: mo
     "simplify_dtypes.SimplifyDtypes",       # float32
     "simplify_attrs.SimplifyAttrs",         # attributes toward plain values
     "simplify_variant.SimplifyVariant",     # plain build options
+    "simplify_onnx.SimplifyOnnx",           # ONNX export/import flags off (ONNX cases)
 )
 
 TIR = (                                     # TIR cases (fuzz.tir.model); size: tir/size.py

@@ -99,6 +99,8 @@ MEASURES = {                              # in size-key order: earlier ones weig
     "dtypes": _dtypes,                    # parameters not float32
     "attrs": _attrs,                      # catalogue-op attributes, by plainness
     "variant_fields": _variant_fields,    # target options, pipeline, exec mode, c target
+    "onnx_options": lambda prog: sum(v is True for k, v in (prog.meta.get("onnx") or {}).items()
+                                     if k != "opset"),   # ONNX export/import flags on
 }
 STRUCTURE = ("nodes", "functions", "outputs", "variants", "params")
 

@@ -1,0 +1,319 @@
+"""ONNX cases: the exporter (fuzz/onnx_export.py) against onnx's checker, onnxruntime and the
+numpy reference; the onnx case kind's judge (worker/onnx_judge.py) on the real TVM importer;
+campaigns that mix ONNX cases. Real onnx, onnxruntime and TVM; skipped without onnx."""
+from __future__ import annotations
+
+import collections
+import warnings
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+from fuzz import reference  # noqa: E402
+from fuzz.generate import generate  # noqa: E402
+from fuzz.inputs import make_inputs  # noqa: E402
+from fuzz.model import (Block, Function, Node, OnnxProgram, Param, Program,  # noqa: E402
+                        TensorTy, TupleTy)
+from fuzz.onnx_export import (EXPORTABLE_OPS, OPSETS, NotExportable, OnnxOptions,  # noqa: E402
+                              export, feeds)
+from worker import cases  # noqa: E402
+from worker.campaign import case_ir, make_case, run_campaign  # noqa: E402
+from worker.onnx_judge import onnxruntime_outputs  # noqa: E402
+
+
+def _one(nodes, params, ret, seed=0) -> Program:
+    return Program([Function("main", params, [Block(True, nodes)], ret)], "main",
+                   {"mode": "valid", "seed": seed})
+
+
+def test_exported_models_pass_the_checker_and_agree_with_numpy():
+    """Every exported model passes onnx.checker (full check: shape inference agrees with the
+    declared output types, the catalogue's shape rules); onnxruntime runs it, or refuses only
+    for want of a kernel for a dtype; its outputs agree with the numpy reference."""
+    tally = collections.Counter()
+    for seed in range(240):
+        prog = generate(seed, ops=EXPORTABLE_OPS)
+        opts = OnnxOptions(opset=OPSETS[seed % 3], weights=seed % 2 == 0)
+        env, arrays = make_inputs(prog, seed)
+        try:
+            model = export(prog, opts, arrays)
+        except NotExportable:
+            tally["not exportable"] += 1
+            continue
+        onnx.checker.check_model(model, full_check=True)
+        try:
+            out = onnxruntime_outputs(model, feeds(prog, opts, arrays))
+        except Exception as e:  # noqa: BLE001
+            assert "NOT_IMPLEMENTED" in str(e), (seed, str(e)[:300])
+            tally["no kernel"] += 1
+            continue
+        expected = reference.flatten(reference.run(prog, arrays, env))
+        assert reference.compare(prog, expected, out) is None, (seed, prog.ops())
+        tally["agree"] += 1
+    assert tally["agree"] >= 60, tally
+
+
+def test_attributes_move_to_inputs_with_the_opset():
+    x = TensorTy([2, 1, 3], "float32")
+    nodes = [Node("v1", "relax.squeeze", ["a"], {"axis": [1]}, TensorTy([2, 3], "float32")),
+             Node("v2", "relax.sum", ["v1"], {"axis": [0], "keepdims": False},
+                  TensorTy([3], "float32")),
+             Node("v3", "relax.max", ["v1"], {"axis": [1], "keepdims": True},
+                  TensorTy([2, 1], "float32")),
+             Node("v4", "relax.clip", ["v2"], {"min": -1, "max": 1}, TensorTy([3], "float32")),
+             Node("v5", "tuple", ["v4", "v3"], {}, TupleTy([TensorTy([3], "float32"),
+                                                             TensorTy([2, 1], "float32")]))]
+    prog = _one(nodes, [Param("a", x)], "v5")
+    forms = {}
+    for opset in OPSETS:
+        model = export(prog, OnnxOptions(opset=opset))
+        onnx.checker.check_model(model, full_check=True)
+        forms[opset] = {n.op_type: (len(n.input), sorted(a.name for a in n.attribute))
+                        for n in model.graph.node}
+        _, arrays = make_inputs(prog, 1)
+        got = onnxruntime_outputs(model, feeds(prog, OnnxOptions(opset=opset), arrays))
+        assert np.allclose(got[0], np.clip(arrays[0][:, 0].sum(0), -1, 1), atol=1e-6)
+    assert forms[11]["Squeeze"] == (1, ["axes"]) and forms[18]["Squeeze"] == (2, [])
+    assert forms[11]["ReduceSum"] == (1, ["axes", "keepdims"])
+    assert forms[18]["ReduceSum"] == (2, ["keepdims"])
+    assert forms[11]["ReduceMax"] == (1, ["axes", "keepdims"])   # moved at 18, not 13
+    assert forms[18]["ReduceMax"] == (2, ["keepdims"])
+    assert forms[11]["Clip"] == (3, []) == forms[23]["Clip"]
+
+
+def test_symbolic_reshape_computes_its_shape_in_the_graph():
+    x = TensorTy(["n", 3], "float32")
+    nodes = [Node("v1", "relax.reshape", ["a"], {"shape": ["n * 3"]},
+                  TensorTy(["n * 3"], "float32"))]
+    prog = _one(nodes, [Param("a", x)], "v1")
+    model = export(prog, OnnxOptions(opset=18))
+    onnx.checker.check_model(model, full_check=True)
+    # Shape -> Gather -> Mul -> Concat -> Reshape: the target shape computed at run time
+    assert [n.op_type for n in model.graph.node] == ["Shape", "Gather", "Mul", "Concat",
+                                                     "Reshape"]
+    a = np.arange(12, dtype=np.float32).reshape(4, 3)
+    assert np.array_equal(onnxruntime_outputs(model, {"a": a})[0], a.ravel())
+
+
+def _judge(prog: Program, **options):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cases.judge(cases.job(OnnxProgram.of(prog, options)))
+
+
+def _small_valid() -> Program:
+    x, w = TensorTy([2, 3], "float32"), TensorTy([3, 4], "float32")
+    y = TensorTy([2, 4], "float32")
+    nodes = [Node("v1", "relax.matmul", ["a", "b"], {"out_dtype": None}, y),
+             Node("v2", "relax.nn.relu", ["v1"], {}, y),
+             Node("v3", "relax.sum", ["v2"], {"axis": [1], "keepdims": True},
+                  TensorTy([2, 1], "float32"))]
+    return _one(nodes, [Param("a", x), Param("b", w)], "v3")
+
+
+@pytest.mark.parametrize("options", [
+    {"opset": 11}, {"opset": 18, "weights": True, "keep_params_in_input": True},
+    {"opset": 23, "dynamic": True}, {"opset": 23, "dynamic": True, "shape_dict": True}])
+def test_a_valid_onnx_case_passes(options):
+    o = _judge(_small_valid(), **options)
+    assert o.verdict == "pass", o.to_json()
+    assert o.extra["onnx"]["opset"] == options["opset"]
+
+
+def test_an_importer_exception_is_a_finding_at_stage_import(monkeypatch):
+    import worker.onnx_judge as J
+
+    def broken(*a, **k):
+        raise ValueError("converter gave up")
+
+    monkeypatch.setattr(J, "import_model", broken)
+    o = _judge(_small_valid(), opset=18)
+    assert (o.verdict, o.kind, o.stage) == ("fail", "crash", "import")
+    assert o.signature.startswith("crash | import | ValueError | converter gave up")
+
+
+def test_a_real_importer_error_names_its_converter():
+    """TVM 0.27's EyeLike converter refuses a dtype attribute other than the input's, which
+    ONNX allows (onnxruntime runs it)."""
+    x = TensorTy([3, 3], "int64")
+    nodes = [Node("v1", "relax.eye_like", ["a"], {"k": 0, "dtype": "float32"},
+                  TensorTy([3, 3], "float32"))]
+    o = _judge(_one(nodes, [Param("a", x, 0, 4)], "v1"), opset=18)
+    assert (o.verdict, o.stage) == ("fail", "import"), o.to_json()
+    assert o.extra.get("converter") == "EyeLike._impl_v9"
+    assert o.signature.endswith("[converter EyeLike._impl_v9]")
+
+
+def test_a_declared_output_type_onnxruntime_contradicts_is_shape_inference():
+    """OneHot with float32 values: TVM 0.27's import declares float64 (bug class 2's oracle,
+    applied at import)."""
+    nodes = [Node("v1", "relax.one_hot", ["a"], {"axis": 1, "depth": 1, "dtype": "float32",
+                                                 "off_value": -1.0, "on_value": 2.5},
+                  TensorTy([3, 1], "float32"))]
+    o = _judge(_one(nodes, [Param("a", TensorTy([3], "int64"), 0, 0)], "v1"), opset=18)
+    assert (o.verdict, o.kind, o.stage) == ("fail", "shape_inference", "import"), o.to_json()
+
+
+def test_a_model_onnxruntime_rejects_is_invalid(monkeypatch):
+    """onnxruntime has no float64 Erf kernel (valid ONNX): the exporter leaves that form out;
+    written anyway, the model is onnxruntime's refusal, not a finding."""
+    from fuzz.onnx_export import EXPORTERS, FL
+
+    monkeypatch.setattr(EXPORTERS["relax.erf"], "dtypes", FL)
+    t = TensorTy([3, 4], "float64")
+    o = _judge(_one([Node("v1", "relax.erf", ["a"], {}, t)], [Param("a", t)], "v1"), opset=18)
+    assert (o.verdict, o.kind, o.stage) == ("invalid", "onnx_rejected", "onnxruntime")
+
+
+def test_a_case_with_an_op_onnx_lacks_is_not_exportable():
+    t = TensorTy([3], "float32")
+    o = _judge(_one([Node("v1", "relax.atan2", ["a", "a"], {}, t)], [Param("a", t)], "v1"))
+    assert (o.verdict, o.kind) == ("invalid", "not_exportable")
+
+
+def test_onnx_cases_travel_as_json_and_mix_into_campaigns():
+    irs = [case_ir(s, ("relax", "tir", "onnx")) for s in range(600)]
+    assert irs == [case_ir(s, ("relax", "tir", "onnx")) for s in range(600)]
+    assert 0.15 < irs.count("onnx") / 600 < 0.35 and 0.25 < irs.count("tir") / 600 < 0.45
+    # Adding onnx leaves the TIR cases of relax,tir campaigns where they were.
+    assert [s for s in range(600) if case_ir(s, ("relax", "tir")) == "tir"] == \
+        [s for s in range(600) if irs[s] == "tir"]
+    prog = make_case(5, None, ir=("onnx",))
+    again = Program.loads(prog.dumps())
+    assert again.ir == "onnx" and again.dumps() == prog.dumps()
+    assert again.meta["onnx"]["opset"] in OPSETS and cases.kind_of(again).name == "onnx"
+    assert cases.kind_of_job(cases.job(again)).name == "onnx"
+
+
+def test_a_short_onnx_campaign(tmp_path):
+    (tmp_path / "c").mkdir()
+    summary = run_campaign(20, tmp_path / "c", seed=2000, echo=lambda s: None, replays=1,
+                           ir=("onnx",), reduce=None, corpus=tmp_path / "corpus")
+    assert summary["cases_by_ir"].get("onnx", 0) == summary["cases"] > 0
+    assert summary["verdicts"].get("pass", 0) > 0
+
+
+def test_exposed_values_are_graph_outputs_checked_at_import():
+    from fuzz.onnx_export import expose_values
+
+    prog = expose_values(_small_valid())
+    assert prog.meta["exposed"] == 2 and len(reference.output_nodes(prog)) == 3
+    model = export(prog, OnnxOptions(opset=18))
+    assert len(model.graph.output) == 3
+    o = _judge(prog, opset=18)
+    assert o.verdict == "pass", o.to_json()
+
+
+def _reshape_then_expand() -> Program:
+    x = TensorTy([2, 3], "float32")
+    return _one([Node("v1", "relax.reshape", ["a"], {"shape": [3, 2]},
+                      TensorTy([3, 2], "float32")),
+                 Node("v2", "relax.broadcast_to", ["v1"], {"shape": [2, 3, 2]},
+                      TensorTy([2, 3, 2], "float32"))], [Param("a", x)], "v2")
+
+
+def test_shape_ops_compute_static_shapes_in_the_graph():
+    prog = _reshape_then_expand()
+    for scalar in (False, True):
+        opts = OnnxOptions(opset=18, shape_ops=True, scalar_gather=scalar)
+        model = export(prog, opts)
+        onnx.checker.check_model(model, full_check=True)
+        ops = [n.op_type for n in model.graph.node]
+        assert ops.count("Shape") >= 2 and "Concat" in ops
+        assert ("Unsqueeze" in ops) == scalar
+        a = np.arange(6, dtype=np.float32).reshape(2, 3)
+        got = onnxruntime_outputs(model, {"a": a})[0]
+        assert np.array_equal(got, np.broadcast_to(a.reshape(3, 2), (2, 3, 2)))
+
+
+def test_tvm_imports_the_pytorch_shape_pattern_but_not_a_gather_of_a_1d_index():
+    """Shape -> Gather(scalar) -> Unsqueeze -> Concat -> Reshape (PyTorch's export) imports
+    on TVM 0.27, also with the data input's dims symbolic; Shape -> Gather([i]) -> Concat,
+    equally valid ONNX, does not (Reshape's converter wants a Relax shape)."""
+    prog = _reshape_then_expand()
+    assert _judge(prog, opset=18, shape_ops=True, scalar_gather=True).verdict == "pass"
+    assert _judge(prog, opset=11, shape_ops=True, scalar_gather=True,
+                  dynamic=True).verdict == "pass"
+    o = _judge(prog, opset=18, shape_ops=True)
+    assert (o.verdict, o.stage) == ("fail", "import")
+    assert o.extra.get("converter") == "Reshape._impl_v13"
+
+
+def _repro_exit(tmp_path, prog: Program, outcome) -> tuple:
+    """repro.py of an ONNX finding, run alone in a fresh interpreter (no tvmfuzz on the path)."""
+    import os
+    import subprocess
+    import sys
+
+    from reducer.repro import onnx_repro_text
+
+    path = tmp_path / "repro.py"
+    path.write_text(onnx_repro_text(prog, outcome))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    r = subprocess.run([sys.executable, str(path)], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=300)
+    return r.returncode, r.stdout + r.stderr
+
+
+def test_onnx_repro_builds_the_model_and_reproduces_import_findings(tmp_path):
+    """repro.py builds the model with onnx.helper, runs onnxruntime, imports it: an import
+    error and a wrong declared type reproduce (exit 1); a passing case exits 0."""
+    eye = _one([Node("v1", "relax.eye_like", ["a"], {"k": 0, "dtype": "float32"},
+                     TensorTy([3, 3], "float32"))], [Param("a", TensorTy([3, 3], "int64"), 0, 4)],
+               "v1")
+    hot = _one([Node("v1", "relax.one_hot", ["a"], {"axis": 1, "depth": 1, "dtype": "float32",
+                                                    "off_value": -1.0, "on_value": 2.5},
+                     TensorTy([3, 1], "float32"))], [Param("a", TensorTy([3], "int64"), 0, 0)],
+               "v1")
+    for prog in (eye, hot):
+        case = OnnxProgram.of(prog, {"opset": 18, "weights": False})
+        o = _judge(case, opset=18)
+        assert o.verdict == "fail"
+        code, out = _repro_exit(tmp_path, case, o)
+        assert code == 1 and "BUG REPRODUCED" in out, out[-2000:]
+    ok = OnnxProgram.of(_small_valid(), {"opset": 23, "weights": True,
+                                         "keep_params_in_input": True})
+    o = _judge(ok, opset=23, weights=True, keep_params_in_input=True)
+    code, out = _repro_exit(tmp_path, ok, o)
+    assert code == 0 and "no failure" in out, out[-2000:]
+
+
+def test_onnx_options_from_outside_are_checked():
+    from worker.user_input import case_problem
+
+    prog = make_case(7, None, ir=("onnx",))
+    assert case_problem(prog) is None
+    prog.meta["onnx"]["opset"] = 99
+    assert "opset" in case_problem(prog)
+    prog.meta["onnx"] = {"opset": 18, "weights": "yes"}
+    assert "booleans" in case_problem(prog)
+    prog.meta["onnx"] = {"opset": 18, "module": "os"}
+    assert "unknown fields" in case_problem(prog)
+
+
+def test_a_node_the_importer_refuses_before_its_converter_is_named():
+    """take(mode="wrap") is Mod(index, the axis' dim); with the dim computed as PyTorch writes
+    it (Shape -> Gather(scalar) -> Unsqueeze), TVM 0.27's importer holds it as a ShapeExpr and
+    refuses Mod before its converter runs: the signature still names Mod's converter."""
+    prog = _one([Node("v1", "relax.take", ["a", "b"], {"axis": 0, "mode": "wrap"},
+                      TensorTy([3], "float32"))],
+                [Param("a", TensorTy([2, 3], "float32")), Param("b", TensorTy([], "int32"), -5, 5)],
+                "v1")
+    assert _judge(prog, opset=18).verdict == "pass"
+    o = _judge(prog, opset=18, shape_ops=True, scalar_gather=True)
+    assert (o.verdict, o.stage) == ("fail", "import")
+    assert o.signature.endswith("[converter Mod._impl_v10]"), o.signature
+
+
+def test_an_export_onnxruntime_disagrees_with_numpy_on_is_invalid(monkeypatch):
+    """Where onnxruntime's outputs are not numpy's (an exporter that wrote another
+    semantics), the case is invalid before TVM is compared with anything."""
+    from fuzz.onnx_export import EXPORTERS, _simple
+
+    monkeypatch.setitem(EXPORTERS, "relax.exp", _simple("Neg"))
+    t = TensorTy([3], "float32")
+    o = _judge(_one([Node("v1", "relax.exp", ["a"], {}, t)], [Param("a", t)], "v1"), opset=18)
+    assert (o.verdict, o.kind, o.stage) == ("invalid", "onnx_disagrees", "onnxruntime")

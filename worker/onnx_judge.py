@@ -1,0 +1,243 @@
+"""Judge an ONNX case (``fuzz.model.OnnxProgram``, kind ``onnx``): export the program model
+to ONNX (``fuzz.onnx_export``), run it in onnxruntime, import it with TVM's frontend
+(``tvm.relax.frontend.onnx.from_onnx``), check the imported module's declared output types
+against what onnxruntime produced, then the one judging loop of a Relax module
+(``worker.execute.judge_module``) with ``OnnxInputs``, whose reference is onnxruntime's
+outputs. Sandbox child only.
+
+Stages and verdicts of their own:
+
+| stage | what fails | verdict, kind |
+|---|---|---|
+| ``export`` | the case has no ONNX form at its opset | ``invalid``, ``not_exportable`` |
+| ``onnxruntime`` | onnxruntime refuses the model or fails running it | ``invalid``, ``onnx_rejected`` |
+| ``onnxruntime`` | its outputs differ from numpy's on the program (the export's fault) | ``invalid``, ``onnx_disagrees`` |
+| ``import`` | ``from_onnx`` raises | ``fail``, ``crash`` (the converter in ``extra``) |
+| ``import`` | a declared output shape or dtype is not what onnxruntime computed | ``fail``, ``shape_inference`` |
+"""
+from __future__ import annotations
+
+import time
+import traceback
+import warnings
+from typing import Optional
+
+import numpy as np
+
+from fuzz import dims as D
+from fuzz import reference
+from fuzz.inputs import make_inputs
+from fuzz.model import Program
+from fuzz.outcome import Outcome
+
+from . import breadcrumb
+from .execute import ProgramInputs, _fail, _variants, finish, judge_module
+
+
+def onnxruntime_outputs(model, feeds: dict) -> list:
+    """onnxruntime's outputs of ``model`` (CPU), as numpy arrays."""
+    import onnxruntime as ort
+
+    ort.set_default_logger_severity(4)   # its refusals are verdicts, not log lines
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = so.inter_op_num_threads = 1
+    sess = ort.InferenceSession(model.SerializeToString(), so,
+                                providers=["CPUExecutionProvider"])
+    return [np.asarray(x) for x in sess.run(None, feeds)]
+
+
+def import_model(model, program: Program, opts, arrays: list):
+    """TVM's import of ``model`` with the case's options (its checker's warnings muted)."""
+    from tvm.relax.frontend.onnx import from_onnx
+
+    from fuzz.onnx_export import feeds
+
+    shape_dict = ({k: list(np.shape(v)) for k, v in feeds(program, opts, arrays).items()}
+                  if opts.shape_dict else None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return from_onnx(model, shape_dict=shape_dict,
+                         keep_params_in_input=bool(opts.keep_params_in_input))
+
+
+def imported_module(program: Program, input_seed: int = 0):
+    """The module TVM imports from ``program``'s ONNX model (for printing a finding)."""
+    from fuzz.onnx_export import OnnxOptions, export
+
+    opts = OnnxOptions.from_json(program.meta.get("onnx") or {})
+    _, arrays = make_inputs(program, input_seed)
+    return import_model(export(program, opts, arrays), program, opts, arrays)
+
+
+def converter_frame(exc: BaseException) -> str:
+    """The frontend converter an import error came from (``Squeeze._impl_v13``): the
+    innermost ``_impl_vN`` frame in onnx_frontend.py, or where the error came from normalizing
+    what a converter returned (a Relax op's type inference), the converter that
+    ``_convert_operator`` ran, or where ``_construct_nodes`` refused the node before, its
+    converter; "" where none is on the traceback."""
+    found = ""
+    tb = exc.__traceback__
+    while tb is not None:
+        frame, code = tb.tb_frame, tb.tb_frame.f_code
+        if code.co_filename.endswith("onnx_frontend.py"):
+            if code.co_name.startswith("_impl_v"):
+                cls = frame.f_locals.get("cls")
+                found = f"{getattr(cls, '__name__', '?')}.{code.co_name}"
+            elif code.co_name == "_convert_operator" and not found:
+                found = _converter_of(frame.f_locals.get("op_name"), frame.f_locals.get("opset"))
+            elif code.co_name == "_construct_nodes" and frame.f_locals.get("op_name"):
+                # refused before its converter ran (ShapeExpr inputs): the node's converter
+                importer = frame.f_locals.get("self")
+                found = _converter_of(frame.f_locals["op_name"], getattr(importer, "opset", 0))
+        tb = tb.tb_next
+    return found
+
+
+def _converter_of(op_name, opset) -> str:
+    try:
+        from tvm.relax.frontend.onnx.onnx_frontend import _get_convert_map
+
+        cls = _get_convert_map()[op_name]
+        return f"{cls.__name__}.{cls.get_converter(opset).__name__}"
+    except Exception:  # noqa: BLE001 - an op without a converter, another frontend layout
+        return str(op_name or "")
+
+
+def output_type_problem(ret, expected: list, dim_value) -> Optional[str]:
+    """Where a declared return type (``ret``: TVM's type of the imported ``main``'s result)
+    disagrees with onnxruntime's outputs (count, dtype, rank, dims; ``dim_value(d)`` gives a
+    dim's value, None where it cannot tell): one line, or None. Uses only TVM's objects'
+    attributes, so an ONNX repro.py runs this very function (reducer/repro.py)."""
+    fields = list(ret.fields) if hasattr(ret, "fields") else [ret]
+    if len(fields) != len(expected):
+        return f"main returns {len(fields)} values, onnxruntime {len(expected)}"
+    for i, (t, e) in enumerate(zip(fields, expected)):
+        if not hasattr(t, "ndim") or not hasattr(t, "dtype"):
+            continue
+        dtype = "" if t.dtype is None else str(t.dtype)
+        if dtype and dtype != str(e.dtype):
+            return f"output {i}: declared dtype {dtype}, onnxruntime gives {e.dtype}"
+        if int(t.ndim) >= 0 and int(t.ndim) != e.ndim:
+            return f"output {i}: declared rank {int(t.ndim)}, onnxruntime gives shape {e.shape}"
+        dims = getattr(getattr(t, "shape", None), "values", None)
+        for j, d in enumerate(dims or []):
+            v = dim_value(d)
+            if v is not None and v != e.shape[j]:
+                return (f"output {i}: declared shape {[str(x) for x in dims]}, onnxruntime "
+                        f"gives {list(e.shape)}")
+    return None
+
+
+def declared_output_problem(mod, expected: list, env: dict) -> Optional[str]:
+    """``output_type_problem`` of the imported ``main``; symbolic dims evaluated with the
+    inputs' dims (``env``: dim_param -> value)."""
+    from fuzz import compat
+    from fuzz.materialize import _prim_to_dim
+
+    def dim_value(d):
+        try:
+            return D.evaluate(_prim_to_dim(d), env)
+        except Exception:  # noqa: BLE001 - an expression tvmfuzz cannot evaluate
+            return None
+
+    return output_type_problem(compat.ret_type(mod["main"]), expected, dim_value)
+
+
+# Written into an ONNX repro.py as it is (reducer/repro.py).
+REPRO_CODE = (output_type_problem,)
+
+
+class OnnxInputs(ProgramInputs):
+    """What an ONNX case gives the judge: the program's inputs (``fuzz.inputs``, the same
+    arrays onnxruntime ran on) bound to the imported ``main``'s parameters by name (graph
+    inputs, and initializers kept as parameters), onnxruntime's outputs as the reference, the
+    program's tolerances and numeric keys."""
+
+    def __init__(self, program: Program, input_seed: int, mod, by_name: dict, expected: list):
+        super().__init__(program, input_seed)
+        self.mod, self.by_name, self.expected = mod, by_name, expected
+        self.has_reference = True
+
+    def make(self) -> list:
+        from fuzz import compat
+
+        names = [compat.var_name(p) for p in self.mod["main"].params]
+        missing = [n for n in names if n not in self.by_name]
+        if missing:
+            raise KeyError(f"imported main has parameters no input names: {missing}")
+        return [self.by_name[n] for n in names]
+
+    def refused(self, e: BaseException) -> Outcome:
+        return _fail("inputs", e, "tvmfuzz_error", "invalid")
+
+    def reference(self, args: list) -> list:
+        return list(self.expected)
+
+
+def judge_onnx(program: Program, variants: Optional[list] = None,
+               input_seed: int = 0) -> Outcome:
+    from fuzz.onnx_export import NotExportable, OnnxOptions, export, feeds
+
+    variants = _variants(variants)
+    t0 = time.perf_counter()
+    opts = OnnxOptions.from_json(getattr(program, "options", None) or
+                                 program.meta.get("onnx") or {})
+
+    def done(o: Outcome) -> Outcome:
+        o.extra.setdefault("onnx", opts.to_json())
+        return finish(o, t0, variants[0], [])
+
+    breadcrumb.mark(stage="export")
+    try:
+        env, arrays = make_inputs(program, input_seed)
+        model = export(program, opts, arrays)
+    except NotExportable as e:
+        return done(Outcome("invalid", "not_exportable", "export", "NotExportable", str(e)))
+    except Exception as e:  # noqa: BLE001 - the exporter's own defect
+        return done(_fail("export", e, "tvmfuzz_error", "invalid"))
+    breadcrumb.mark(stage="onnxruntime")
+    try:
+        expected = onnxruntime_outputs(model, feeds(program, opts, arrays))
+    except Exception as e:  # noqa: BLE001
+        return done(_fail("onnxruntime", e, "onnx_rejected", "invalid"))
+    # onnxruntime is the reference only where it agrees with numpy on the program: elsewhere
+    # the exporter wrote another semantics (or onnxruntime errs), and TVM is not to blame.
+    try:
+        numpy_out = reference.flatten(reference.run(program, arrays, env))
+    except Exception:  # noqa: BLE001 - no numpy reference for this case: onnxruntime alone
+        numpy_out = None
+    if numpy_out is not None:
+        diff = reference.compare(program, numpy_out, expected)
+        if diff:
+            return done(Outcome("invalid", "onnx_disagrees", "onnxruntime", "",
+                                "onnxruntime disagrees with numpy: " + diff[1]))
+    breadcrumb.mark(stage="import")
+    try:
+        mod = import_model(model, program, opts, arrays)
+    except Exception as e:  # noqa: BLE001
+        conv = converter_frame(e)
+        return done(_fail("import", e, extra={"converter": conv} if conv else {}))
+    # The inputs' dims by their ONNX names (dim_param), as the importer names its variables.
+    dim_env = dict(env)
+    for vi in model.graph.input:
+        for j, d in enumerate(vi.type.tensor_type.shape.dim):
+            if d.dim_param:
+                arr = feeds(program, opts, arrays).get(vi.name)
+                if arr is not None:
+                    dim_env[d.dim_param] = int(np.shape(arr)[j])
+    try:
+        problem = declared_output_problem(mod, expected, dim_env)
+    except Exception as e:  # noqa: BLE001 - a type tvmfuzz cannot read
+        return done(_fail("import", e, "tvmfuzz_error", "invalid"))
+    if problem:
+        return done(Outcome("fail", "shape_inference", "import", "", problem))
+    # Initializers (weights and the exporter's constants) are parameters of main with
+    # keep_params_in_input.
+    from onnx import numpy_helper
+
+    by_name = {**{t.name: numpy_helper.to_array(t) for t in model.graph.initializer},
+               **feeds(program, opts, arrays)}
+    out = judge_module(mod, OnnxInputs(program, input_seed, mod, by_name, expected), variants,
+                       t0=t0)
+    out.extra.setdefault("onnx", opts.to_json())
+    return out
