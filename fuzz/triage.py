@@ -232,8 +232,9 @@ _TARGET_LIMITS = (
 def target_limit(outcome: dict) -> Optional[str]:
     """Why a failure is a target's stated limit (a program using what the target lacks)."""
     target = ((outcome.get("extra") or {}).get("variant") or {}).get("target") or {}
+    kind_of_target = target.get("kind") if isinstance(target, dict) else str(target)
     for kind, says, why in _TARGET_LIMITS:
-        if target.get("kind") == kind and says in (outcome.get("message") or ""):
+        if kind_of_target == kind and says in (outcome.get("message") or ""):
             return why
     return None
 
