@@ -183,11 +183,13 @@ def repro_text(script: str, outcome: Outcome, program: Optional[Program] = None,
                variants: Optional[list] = None, input_seed: int = 0,
                timeout: float = 60.0, near_valid: bool = False,
                inputs_by_name: Optional[dict] = None, module_json: str = "",
-               schedule_traces: Optional[dict] = None, builder: bool = False) -> str:
+               schedule_traces: Optional[dict] = None, builder: bool = False,
+               entry: Optional[str] = None) -> str:
     """repro.py's text. ``module_json``: ``tvm.ir.save_json`` of the module the finding built,
     where ``script`` does not parse back to it; ``schedule_traces``: per index of a
     "scheduled" variant, ``{"traces": ...}`` (``worker.tir_schedule.step_traces``) or
-    ``{"error": why}``. ``builder``: ``script`` is the module's construction as Python
+    ``{"error": why}``. ``entry``: the Relax function the user chose (``--entry``; None:
+    repro.py chooses as tvmfuzz did, ``script_inputs.entry_function``). ``builder``: ``script`` is the module's construction as Python
     (``fuzz.materialize.builder_source``), for a finding TVM meets while constructing it."""
     v = versions()
     inputs = {"how": "script", "seed": input_seed, "by_name": inputs_by_name or {}}
@@ -209,6 +211,8 @@ def repro_text(script: str, outcome: Outcome, program: Optional[Program] = None,
     }
     if builder:
         case["builder"] = True
+    if entry:
+        case["entry"] = entry
     if module_json:
         case["module"] = base64.b64encode(zlib.compress(module_json.encode(), 9)).decode()
     extra = outcome.extra

@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import sys
 from pathlib import Path
+from typing import Optional
 
 import click
 
@@ -17,14 +18,18 @@ from .sandbox_runner import SandboxRunner, outcome_from_result
 from .user_input import InputError, read_input
 
 
-def load_job(path: Path) -> dict:
+def load_job(path: Path, entry: Optional[str] = None) -> dict:
     """The sandbox job for a file: a case as program-model JSON, or checked TVMScript text
-    (``worker.cases``: the job every consumer sends)."""
+    (``worker.cases``: the job every consumer sends). ``entry``: a TVMScript module's function
+    to run (default ``main``, else its only public Relax function)."""
     try:
-        _, value = read_input(path)
+        kind, value = read_input(path)
     except InputError as e:
         raise click.UsageError(str(e))
-    return cases.job(value)
+    if kind == "case" and entry and entry != value.entry:
+        raise click.UsageError(f"--entry is for TVMScript files; {path} is a case whose entry "
+                               f"function is {value.entry}")
+    return cases.job(value, entry=entry)
 
 
 def _bug(path: Path, job: dict, outcome: Outcome) -> dict:
@@ -42,8 +47,8 @@ def _bug(path: Path, job: dict, outcome: Outcome) -> dict:
 
 
 def replay_file(path: Path, times: int = 3, timeout: float = 120.0,
-                python: str = sys.executable, jail=None) -> dict:
-    job = load_job(path)
+                python: str = sys.executable, jail=None, entry: Optional[str] = None) -> dict:
+    job = load_job(path, entry)
     runner = SandboxRunner(python=python, timeout=timeout, jail=jail)
     try:
         outcomes = [outcome_from_result(runner.sandbox.run(job)) for _ in range(times)]

@@ -10,18 +10,16 @@ numeric. Sandbox child only.
 """
 from __future__ import annotations
 
+import re
 import time
 
 import numpy as np
 
 from . import breadcrumb
-from .execute import Outcome, _fail, _tensor, _to_numpy, _variants, finish, judge_module
-from .script_inputs import NoInputs, input_values, vm_arguments
+from .execute import Outcome, _fail, _tensor, _variants, finish, judge_module
+from .script_inputs import (NoEntry, NoInputs, entry_function, input_values, output_arrays,
+                            vm_arguments)
 from .variants import Variant
-
-
-def _flat(x) -> list:
-    return [y for i in x for y in _flat(i)] if isinstance(x, (list, tuple)) else [x]
 
 
 def _differs(a: list, b: list) -> str:
@@ -42,19 +40,25 @@ def _differs(a: list, b: list) -> str:
 
 
 class TextInputs:
-    """What TVMScript text gives the judge: inputs made from ``main``'s parameter types
-    (``worker.script_inputs``; ``by_name`` for parameters whose type does not say), no
-    reference, and fixed tolerances for the comparison across variants."""
+    """What TVMScript text gives the judge: inputs made from the entry function's parameter
+    types (``worker.script_inputs``; ``by_name`` for parameters whose type does not say), no
+    reference, and fixed tolerances for the comparison across variants. ``entry``: the
+    function the VM runs (``script_inputs.entry_function`` chose it)."""
 
-    entry, has_reference = "main", False
+    has_reference = False
 
-    def __init__(self, mod, input_seed: int = 0, by_name: dict | None = None):
-        self.mod, self.seed, self.by_name = mod, input_seed, by_name
+    def __init__(self, mod, input_seed: int = 0, by_name: dict | None = None,
+                 entry: str = "main"):
+        self.mod, self.seed, self.by_name, self.entry = mod, input_seed, by_name, entry
 
     def make(self) -> list:
-        return input_values(self.mod["main"], self.seed, self.by_name)
+        return input_values(self.mod[self.entry], self.seed, self.by_name)
 
-    def refused(self, e: BaseException) -> Outcome:
+    def refused(self, e: BaseException, stage: str = "inputs") -> Outcome:
+        """tvmfuzz could not make the entry's arguments (stage ``inputs``) or read its result
+        (stage ``outputs``): tvmfuzz's limit, never a finding."""
+        if stage == "outputs":
+            return _fail("outputs", e, "unsupported_output", "invalid")
         if isinstance(e, NoInputs):
             return Outcome("invalid", "no_inputs", "inputs", "NoInputs", str(e))
         return _fail("inputs", e, "no_inputs", "invalid")
@@ -63,7 +67,7 @@ class TextInputs:
         return vm_arguments(values, lambda a: _tensor(a, v))
 
     def outputs(self, out) -> list:
-        return _flat(_to_numpy(out))
+        return output_arrays(out)
 
     def reference(self, args: list) -> list:
         raise NotImplementedError("TVMScript text has no reference")
@@ -80,8 +84,60 @@ class TextInputs:
         return True   # no program model to say otherwise: the variant alone decides
 
 
+def external_calls(mod) -> list[str]:
+    """The packed functions ``mod`` calls by name (``R.call_packed``, ``R.call_dps_packed``,
+    ``R.call_pure_packed``, any ``relax.ExternFunc``; ``T.call_packed`` in a PrimFunc) that
+    neither this TVM build registers (``tvm.get_global_func``) nor the module defines."""
+    import tvm
+
+    own = set()
+    for gv, f in mod.functions.items():
+        own.add(getattr(gv, "name_hint", None) or getattr(gv, "name", ""))
+        if f.attrs is not None and "global_symbol" in f.attrs:
+            own.add(str(f.attrs["global_symbol"]))
+    return sorted(n for n in _called_names(mod) - own
+                  if tvm.get_global_func(n, allow_missing=True) is None)
+
+
+def _called_names(mod, c_externs: bool = False) -> set:
+    """Every function name the module calls by string: packed functions and, with
+    ``c_externs``, the C functions PrimFuncs call with ``T.call_extern``."""
+    from tvm import relax
+
+    names: set = set()
+
+    def visit(e):
+        if isinstance(e, relax.ExternFunc):
+            names.add(str(e.global_symbol))
+
+    for f in mod.functions.values():
+        if isinstance(f, relax.Function):
+            relax.analysis.post_order_visit(f, visit)
+        else:   # a PrimFunc: TVM 0.27 exposes no TIR visitor to Python; its printout says
+            text = f.script()
+            names.update(_TIR_PACKED.findall(text))
+            if c_externs:
+                names.update(_TIR_EXTERN.findall(text))
+    return names
+
+
+_TIR_PACKED = re.compile(r"\bT\.(?:tvm_)?call_c?packed(?:_lowered)?\(\s*\"([^\"]+)\"")
+_TIR_EXTERN = re.compile(r"\bT\.call_extern\(\s*\"[^\"]*\",\s*\"([^\"]+)\"")
+# How the VM and the runtime word a function they cannot find (vm_load, run).
+_NOT_FOUND = re.compile(r"cannot find|can't find|not found|undefined symbol|not registered",
+                        re.I)
+
+
+def needs_external(names: list[str]) -> Outcome:
+    return Outcome("invalid", "needs_external", "externals", "", "the module calls packed "
+                   f"function{'s' if len(names) > 1 else ''} {', '.join(names)}, which this "
+                   "TVM build does not provide")
+
+
 def judge_script(text: str, variants: list, input_seed: int = 0,
-                 near_valid: bool = False, by_name: dict | None = None) -> Outcome:
+                 near_valid: bool = False, by_name: dict | None = None,
+                 entry: str | None = None) -> Outcome:
+    """``entry``: the Relax function to run (None: ``main``, else the only public one)."""
     import tvm
 
     variants = _variants(variants or [{}])
@@ -100,4 +156,25 @@ def judge_script(text: str, variants: list, input_seed: int = 0,
         return finish(Outcome("invalid", "unsupported_input", "parse", "", "tvmfuzz judges "
                               "modules with a Relax function; this one has only PrimFuncs"),
                       t0, variants[0], [])
-    return judge_module(mod, TextInputs(mod, input_seed, by_name), variants, near_valid, t0=t0)
+    try:
+        entry = entry_function(mod, entry)
+    except NoEntry as e:
+        return finish(Outcome("invalid", "no_entry", "parse", "NoEntry", str(e)), t0,
+                      variants[0], [])
+    missing = external_calls(mod)
+    if missing:
+        # A function some other build or application registers: not TVM's failure here.
+        return finish(needs_external(missing), t0, variants[0], [])
+    o = judge_module(mod, TextInputs(mod, input_seed, by_name, entry), variants, near_valid,
+                     t0=t0)
+    said = f"{o.message}\n{o.detail}"
+    if o.verdict == "fail" and o.stage in ("build", "vm_load", "run") \
+            and _NOT_FOUND.search(said):
+        # Defensive: a function called by name that the check above let through (an extern
+        # a PrimFunc calls, say) and that the VM or linker then cannot find.
+        named = sorted(n for n in _called_names(mod, c_externs=True)
+                       if re.search(rf"(?<![\w.]){re.escape(n)}(?![\w.])", said))
+        if named:
+            return finish(needs_external(named), t0, variants[0], [])
+    return o
+
