@@ -1,0 +1,231 @@
+"""Modules tvmfuzz did not write, taken as a new user gives them: no ``main``, several public
+functions, shape/prim/tuple/object parameters, calls to packed functions this TVM lacks. Each
+gets a verdict; tvmfuzz's own limits are ``invalid`` with a kind, never a finding."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from worker import cases
+from worker.script_guard import comment_imports
+
+HEADER = "from tvm.script import ir as I, relax as R, tir as T\n\n"
+
+NO_MAIN = HEADER + '''@I.ir_module
+class Module:
+    @R.function
+    def foo(x: R.Tensor((2, 3), "float32")) -> R.Tensor((2, 3), "float32"):
+        y = R.add(x, x)
+        return y
+'''
+
+TWO = HEADER + '''@I.ir_module
+class Module:
+    @R.function
+    def foo(x: R.Tensor((2, 3), "float32")) -> R.Tensor((2, 3), "float32"):
+        y = R.add(x, x)
+        return y
+
+    @R.function
+    def bar(x: R.Tensor((4,), "int32")) -> R.Tensor((4,), "int32"):
+        y = R.multiply(x, x)
+        return y
+
+    @R.function(private=True)
+    def helper(x: R.Tensor((4,), "int32")) -> R.Tensor((4,), "int32"):
+        return x
+'''
+
+# Shape, prim and tuple parameters; the tensor's dims are the shape parameter's variables, so
+# its input must agree with the shape's (the VM checks it).
+SHAPES = HEADER + '''@I.ir_module
+class Module:
+    @R.function
+    def main(s: R.Shape(["n", "m"]), x: R.Tensor(("n", "m"), "float32"), p: R.Prim("int64"),
+             t: R.Tuple(R.Tensor((2,), "float32"), R.Shape([3])), f: R.Prim("float32")):
+        n = T.int64()
+        m = T.int64()
+        y = R.add(x, x)
+        return (y, s, t)
+'''
+
+# Shape and tensor known only by ndim, given their dims by match_cast: one binding of n, m.
+CAST = HEADER + '''@I.ir_module
+class Module:
+    @R.function
+    def main(s: R.Shape(ndim=2), x: R.Tensor(ndim=2, dtype="float32")):
+        n = T.int64()
+        m = T.int64()
+        s2 = R.match_cast(s, R.Shape([n, m]))
+        x2 = R.match_cast(x, R.Tensor((n, m), "float32"))
+        y = R.add(x2, x2)
+        return y
+'''
+
+OBJECT = HEADER + '''@I.ir_module
+class Module:
+    @R.function
+    def main(o: R.Object, x: R.Tensor((2,), "float32")) -> R.Tensor((2,), "float32"):
+        return x
+'''
+
+EXTERN = HEADER + '''@I.ir_module
+class Module:
+    @R.function(pure=False)
+    def main(x: R.Tensor((2,), "float32")) -> R.Tensor((2,), "float32"):
+        y = R.call_packed("tvmfuzz_test.no_such_func", x, ty_args=R.Tensor((2,), "float32"))
+        return y
+'''
+
+EXTERN_DPS = HEADER + '''@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2,), "float32")) -> R.Tensor((2,), "float32"):
+        y = R.call_dps_packed("tvmfuzz_test.no_dps", (x,), out_ty=R.Tensor((2,), "float32"))
+        return y
+'''
+
+# A packed function every TVM build registers: judged as any other module.
+EXTERN_FOUND = HEADER + '''@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2,), "float32")) -> R.Tensor((2,), "float32"):
+        y = R.call_pure_packed("vm.builtin.copy", x, ty_args=R.Tensor((2,), "float32"))
+        return y
+'''
+
+# TVM 0.27 cannot lower acosh for float16: a real failure stays a finding.
+FAILS = HEADER + '''@I.ir_module
+class Module:
+    @R.function
+    def main(h: R.Tensor((4,), dtype="float16")) -> R.Tensor((4,), dtype="float16"):
+        z = R.acosh(h)
+        return z
+'''
+
+
+def judge(text, **opts):
+    return cases.judge(cases.job(comment_imports(text), **opts))
+
+
+def test_no_main_runs_the_only_public_function():
+    o = judge(NO_MAIN)
+    assert o.verdict == "pass", o
+
+
+def test_several_public_functions_need_entry_and_the_error_lists_them():
+    o = judge(TWO)
+    assert (o.verdict, o.kind) == ("invalid", "no_entry"), o
+    assert "bar, foo" in o.message and "--entry" in o.message
+    assert judge(TWO, entry="bar").verdict == "pass"
+
+
+def test_entry_must_be_a_public_relax_function():
+    o = judge(TWO, entry="helper")
+    assert (o.verdict, o.kind) == ("invalid", "no_entry") and "private" in o.message
+    o = judge(TWO, entry="nope")
+    assert (o.verdict, o.kind) == ("invalid", "no_entry") and "bar, foo" in o.message
+
+
+def test_entry_reaches_the_inputs_and_the_vm():
+    from worker.script_inputs import entry_function, input_values
+
+    import tvm
+
+    mod = tvm.script.from_source(comment_imports(TWO))
+    assert entry_function(mod, "bar") == "bar"
+    (x,) = input_values(mod[entry_function(mod, "bar")])
+    assert x.shape == (4,) and x.dtype == "int32"
+    job = cases.job(comment_imports(TWO), entry="foo")
+    assert job["entry"] == "foo"
+    o = cases.judge(job)
+    assert o.verdict == "pass", o
+
+
+def test_shape_prim_and_tuple_parameters_get_inputs_that_agree():
+    from worker.script_inputs import ShapeValue, input_values
+
+    import tvm
+
+    mod = tvm.script.from_source(comment_imports(SHAPES))
+    s, x, p, t, f = input_values(mod["main"], seed=3)
+    assert isinstance(s, ShapeValue) and x.shape == tuple(s)
+    assert isinstance(p, int) and isinstance(f, float)
+    assert t[0].shape == (2,) and tuple(t[1]) == (3,)
+    o = judge(SHAPES)
+    # Built and ran; TVM 0.27 prints an R.Prim parameter as T.int64, which does not parse
+    # back: a round-trip finding, the only failure this module may have.
+    assert o.verdict == "pass" or (o.verdict, o.stage) == ("fail", "roundtrip"), o
+
+
+def test_match_cast_gives_shape_and_tensor_one_binding():
+    o = judge(CAST)
+    assert o.verdict == "pass", o
+
+
+def test_object_parameter_is_invalid_not_a_finding():
+    o = judge(OBJECT)
+    assert (o.verdict, o.kind) == ("invalid", "no_inputs"), o
+    assert "parameter o" in o.message
+
+
+@pytest.mark.parametrize("text,name", [(EXTERN, "tvmfuzz_test.no_such_func"),
+                                       (EXTERN_DPS, "tvmfuzz_test.no_dps")])
+def test_missing_packed_function_is_needs_external(text, name):
+    o = judge(text)
+    assert (o.verdict, o.kind) == ("invalid", "needs_external"), o
+    assert name in o.message
+
+
+def test_registered_packed_function_is_judged():
+    assert judge(EXTERN_FOUND).verdict == "pass"
+
+
+def test_a_real_failure_still_fails():
+    o = judge(FAILS)
+    assert (o.verdict, o.kind, o.stage) == ("fail", "crash", "build"), o
+
+
+def test_results_tvmfuzz_cannot_read_are_invalid():
+    from worker.script_judge import TextInputs
+
+    o = TextInputs(None).refused(TypeError("the entry function returns a Foo"), "outputs")
+    assert (o.verdict, o.kind) == ("invalid", "unsupported_output")
+
+
+def test_output_arrays_reads_shapes_prims_and_nests():
+    import numpy as np
+    import tvm
+
+    from worker.script_inputs import output_arrays
+
+    got = output_arrays((tvm.runtime.ShapeTuple([2, 3]), 4, (np.float32(1.5), None)))
+    assert [a.tolist() for a in got] == [[2, 3], 4, 1.5, []]
+    with pytest.raises(TypeError):
+        output_arrays(object())
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "tvmfuzz", *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_replay_entry_flag_and_one_line_error(tmp_path):
+    f = tmp_path / "two.py"
+    f.write_text(TWO)
+    r = _cli("replay", str(f), "--times", "1")
+    assert r.returncode == 2 and "bar, foo" in r.stderr and "--entry" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    r = _cli("replay", str(f), "--times", "1", "--entry", "bar", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["verdict"] == "pass"
+
+
+def test_replay_extern_is_invalid_with_no_bug(tmp_path):
+    f = tmp_path / "ext.py"
+    f.write_text(EXTERN)
+    r = _cli("replay", str(f), "--times", "1", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert (got["verdict"], got["kind"], got["bug_id"]) == ("invalid", "needs_external", "")
