@@ -229,3 +229,23 @@ def test_replay_extern_is_invalid_with_no_bug(tmp_path):
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)
     assert (got["verdict"], got["kind"], got["bug_id"]) == ("invalid", "needs_external", "")
+
+
+def test_report_of_a_chosen_entry_writes_a_repro_that_runs_it(tmp_path, capsys):
+    from tvmfuzz.cli import main
+
+    from test_repro_fresh import fresh_run
+
+    f = tmp_path / "two.py"
+    f.write_text(FAILS.replace("def main(", "def foo(") + '''
+    @R.function
+    def bar(x: R.Tensor((4,), "int32")) -> R.Tensor((4,), "int32"):
+        return x
+''')
+    out = tmp_path / "rep"
+    rc = main(["report", str(f), "--out", str(out), "--no-bisect", "--entry", "foo"])
+    assert rc == 0, capsys.readouterr()
+    repro = (out / "repro.py").read_text()
+    assert '"entry": "foo"' in repro and "def entry_function(" in repro
+    r = fresh_run(out / "repro.py")
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
