@@ -95,6 +95,33 @@ class Module:
         return y
 '''
 
+# Written for another device than the build's: a second CPU, a GPU kernel.
+SECOND_DEVICE = HEADER + '''@I.ir_module
+class Module:
+    I.module_global_infos({"vdevice": [I.vdevice("llvm"), I.vdevice("llvm", 1)]})
+
+    @R.function
+    def main(a: R.Tensor((4,), "float32", "llvm:1")) -> R.Tensor((4,), "float32", "llvm:1"):
+        s: R.Tensor((4,), "float32", "llvm:1") = R.add(a, a)
+        return s
+'''
+
+GPU_KERNEL = HEADER + '''@I.ir_module(s_tir=True)
+class Module:
+    @T.prim_func(s_tir=True)
+    def exp(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+        for i in T.thread_binding(8, thread="threadIdx.x"):
+            with T.sblock("B"):
+                vi = T.axis.spatial(8, i)
+                B[vi] = T.exp(A[vi])
+
+    @R.function
+    def main(x: R.Tensor((8,), "float32")) -> R.Tensor((8,), "float32"):
+        cls = Module
+        y = R.call_tir(cls.exp, (x,), out_ty=R.Tensor((8,), "float32"))
+        return y
+'''
+
 # TVM 0.27 cannot lower acosh for float16: a real failure stays a finding.
 FAILS = HEADER + '''@I.ir_module
 class Module:
@@ -176,6 +203,14 @@ def test_missing_packed_function_is_needs_external(text, name):
     o = judge(text)
     assert (o.verdict, o.kind) == ("invalid", "needs_external"), o
     assert name in o.message
+
+
+@pytest.mark.parametrize("text,needle", [(SECOND_DEVICE, "llvm:1"),
+                                         (GPU_KERNEL, "threadIdx.x")])
+def test_a_module_for_another_device_is_needs_device(text, needle):
+    o = judge(text)
+    assert (o.verdict, o.kind) == ("invalid", "needs_device"), o
+    assert needle in o.message
 
 
 def test_registered_packed_function_is_judged():

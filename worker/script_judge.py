@@ -128,6 +128,40 @@ _NOT_FOUND = re.compile(r"cannot find|can't find|not found|undefined symbol|not 
                         re.I)
 
 
+_GPU_THREAD = re.compile(r"\b(?:blockIdx|threadIdx|vthread)\.[xyz]\b")
+_DTENSOR = re.compile(r"\bR\.DTensor\(|\bR\.dist\.")
+_CPU_KINDS = ("llvm", "c")
+
+
+def device_mismatch(mod, variants: list) -> str:
+    """Why ``mod`` cannot run on what ``variants`` build ("" when it can): a virtual device of
+    another target kind or with an index above 0 (the VM gets one device per kind), or a
+    PrimFunc bound to GPU threads where every variant builds for the CPU."""
+    import tvm
+
+    tirx = getattr(tvm, "tirx", None) or tvm.tir   # 0.27 / before
+    kinds = {v.kind for v in variants}
+    some_cpu, all_cpu = (f(k in _CPU_KINDS for k in kinds) for f in (any, all))
+    infos = mod.global_infos if mod.global_infos is not None else {}
+    for vd in (infos["vdevice"] if "vdevice" in infos else []):
+        kind, index = vd.target.kind.name, int(vd.vdevice_id)
+        if index != 0:
+            return f"the module places values on device {kind}:{index}; tvmfuzz runs the VM " \
+                   "with device 0 only"
+        if not (kind in kinds or (kind in _CPU_KINDS and some_cpu)):
+            return f"the module places values on a {kind} device; the build is for " \
+                   + ", ".join(sorted(kinds))
+    if all_cpu:
+        for gv, f in mod.functions.items():
+            if isinstance(f, tirx.PrimFunc):
+                m = _GPU_THREAD.search(f.script())
+                if m:
+                    name = getattr(gv, "name_hint", None) or getattr(gv, "name", "")
+                    return f"PrimFunc {name} binds loops to GPU threads ({m.group(0)}): it is " \
+                           f"written for a GPU; the build is for " + ", ".join(sorted(kinds))
+    return ""
+
+
 def needs_external(names: list[str]) -> Outcome:
     return Outcome("invalid", "needs_external", "externals", "", "the module calls packed "
                    f"function{'s' if len(names) > 1 else ''} {', '.join(names)}, which this "
@@ -165,6 +199,16 @@ def judge_script(text: str, variants: list, input_seed: int = 0,
     if missing:
         # A function some other build or application registers: not TVM's failure here.
         return finish(needs_external(missing), t0, variants[0], [])
+    why = device_mismatch(mod, variants)
+    if why:
+        # Written for a device the variants do not build for (a GPU kernel, a second
+        # device): tvmfuzz runs the VM with one device of the variant's kind.
+        return finish(Outcome("invalid", "needs_device", "parse", "", why), t0, variants[0], [])
+    if _DTENSOR.search(text):
+        return finish(Outcome("invalid", "unsupported_input", "parse", "", "the module uses "
+                              "distributed tensors (R.DTensor); tvmfuzz builds single-device "
+                              "modules with relax.build, which does not lower them"),
+                      t0, variants[0], [])
     o = judge_module(mod, TextInputs(mod, input_seed, by_name, entry), variants, near_valid,
                      t0=t0)
     said = f"{o.message}\n{o.detail}"
