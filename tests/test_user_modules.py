@@ -284,3 +284,14 @@ def test_report_of_a_chosen_entry_writes_a_repro_that_runs_it(tmp_path, capsys):
     assert '"entry": "foo"' in repro and "def entry_function(" in repro
     r = fresh_run(out / "repro.py")
     assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
+
+
+def test_tvm_script_ir_module_spelling_is_taken(tmp_path):
+    from worker.user_input import read_input
+
+    f = tmp_path / "m.py"
+    f.write_text("import tvm\nfrom tvm.script import relax as R\n\n"
+                 + NO_MAIN.split("\n\n", 1)[1].replace("@I.ir_module", "@tvm.script.ir_module"))
+    kind, text = read_input(f)
+    assert kind == "script"
+    assert cases.judge(cases.job(text)).verdict == "pass"
