@@ -295,3 +295,28 @@ def test_tvm_script_ir_module_spelling_is_taken(tmp_path):
     kind, text = read_input(f)
     assert kind == "script"
     assert cases.judge(cases.job(text)).verdict == "pass"
+
+
+def test_reduce_through_a_chosen_entry(tmp_path, capsys):
+    from tvmfuzz.cli import main
+
+    f = tmp_path / "m.py"
+    f.write_text(HEADER + '''@I.ir_module
+class Module:
+    @R.function
+    def foo(h: R.Tensor((4,), "float16"), g: R.Tensor((4,), "float16")) -> R.Tensor((4,), "float16"):
+        y = R.add(h, g)
+        z = R.acosh(y)
+        return z
+
+    @R.function
+    def bar(x: R.Tensor((4,), "int32")) -> R.Tensor((4,), "int32"):
+        return x
+''')
+    out = tmp_path / "red"
+    rc = main(["reduce", str(f), "--entry", "foo", "--out", str(out), "--time", "60s"])
+    text = capsys.readouterr().out
+    assert rc == 0 and "reproduces 3/3" in text, text
+    assert "def foo(" in (out / "case.py").read_text()
+    assert json.loads((out / "reduce.json").read_text())["entry"] == "foo"
+    assert '"entry": "foo"' in (out / "repro.py").read_text()
