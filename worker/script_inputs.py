@@ -28,31 +28,27 @@ class NoEntry(Exception):
 
 
 def entry_function(mod, entry=None):
-    """The name of the Relax function a module is run through: ``entry`` when given (a public
-    Relax function of ``mod``), else ``main``, else the module's only public Relax function
-    (one with a ``global_symbol``: a private one is not exported by the build). Raises
-    ``NoEntry`` otherwise."""
+    """The name of the Relax function a module is run through: ``entry`` when given (any Relax
+    function of ``mod``: the VM calls private ones by name too), else ``main``, else the
+    module's only public Relax function (one with a ``global_symbol``). Raises ``NoEntry``
+    otherwise, listing the functions to choose from."""
     import tvm
 
     def name_of(gv):
         return getattr(gv, "name_hint", None) or getattr(gv, "name", "")
 
-    def public(f):
-        return f.attrs is not None and "global_symbol" in f.attrs
-
     funcs = {name_of(gv): f for gv, f in mod.functions.items()
              if isinstance(f, tvm.relax.Function)}
-    pub = sorted(n for n, f in funcs.items() if public(f))
-    listed = ", ".join(pub) if pub else "none"
+    pub = sorted(n for n, f in funcs.items()
+                 if f.attrs is not None and "global_symbol" in f.attrs)
+    private = sorted(set(funcs) - set(pub))
+    listed = "public Relax functions: " + (", ".join(pub) or "none") \
+        + ("; private: " + ", ".join(private) if private else "")
     if entry:
         if entry not in funcs:
-            raise NoEntry(f"the module has no Relax function {entry}; its public Relax "
-                          f"functions: {listed}")
-        if not public(funcs[entry]):
-            raise NoEntry(f"Relax function {entry} is private (no global_symbol): a build "
-                          f"does not export it; the public Relax functions: {listed}")
+            raise NoEntry(f"the module has no Relax function {entry}; its {listed}")
         return entry
-    if "main" in funcs and public(funcs["main"]):
+    if "main" in funcs:
         return "main"
     if len(pub) == 1:
         return pub[0]
