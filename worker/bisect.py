@@ -154,9 +154,9 @@ def _judge(outcomes: list[Outcome], want: str) -> dict:
                f"{first.message})")[:400]
     elif verdict == "invalid":
         v = "error"
-        what = "does not parse" if first.kind == "not_tvmscript" else \
-            "cannot be materialized"
-        msg = (f"{what} on this release: {first.error_type}: "
+        what = {"not_tvmscript": "does not parse",
+                "generator": "cannot be materialized"}.get(first.kind, "cannot be judged")
+        msg = (f"{what} on this release: {first.error_type or first.kind}: "
                f"{first.message}").strip()[:400]
         sig = ""
     elif first.kind == "lost":

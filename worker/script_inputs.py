@@ -42,11 +42,11 @@ def entry_function(mod, entry=None):
     pub = sorted(n for n, f in funcs.items()
                  if f.attrs is not None and "global_symbol" in f.attrs)
     private = sorted(set(funcs) - set(pub))
-    listed = "public Relax functions: " + (", ".join(pub) or "none") \
-        + ("; private: " + ", ".join(private) if private else "")
+    listed = (", ".join(pub) or "none") + ("; private: " + ", ".join(private) if private else "")
     if entry:
         if entry not in funcs:
-            raise NoEntry(f"the module has no Relax function {entry}; its {listed}")
+            raise NoEntry(f"the module has no Relax function {entry}; its public Relax "
+                          f"functions: {listed}")
         return entry
     if "main" in funcs:
         return "main"
