@@ -226,7 +226,9 @@ def judge_module(mod, source, variants: list, near_valid: bool = False,
     a user's or the reducer's TVMScript): verifier, then each variant built with the failing
     pass named, loaded and run, compared with the reference where ``source`` has one and with
     the first variant that ran; the print/parse round trip last. ``source`` gives the inputs
-    and the reference (``ProgramInputs``, ``worker.script_judge.TextInputs``)."""
+    and the reference (``ProgramInputs``, ``worker.script_judge.TextInputs``); where its own
+    code fails (making the inputs, handing them to the VM, reading a result back) it says
+    what that is (``source.refused(e, stage)``: ``invalid``, never a TVM finding)."""
     import tempfile
 
     import tvm
