@@ -203,7 +203,8 @@ def test_object_parameter_is_invalid_not_a_finding():
 
 
 @pytest.mark.parametrize("text,name", [(EXTERN, "tvmfuzz_test.no_such_func"),
-                                       (EXTERN_DPS, "tvmfuzz_test.no_dps")])
+                                       (EXTERN_DPS, "tvmfuzz_test.no_dps")],
+                         ids=["call_packed", "call_dps_packed"])
 def test_missing_packed_function_is_needs_external(text, name):
     o = judge(text)
     assert (o.verdict, o.kind) == ("invalid", "needs_external"), o
@@ -211,7 +212,8 @@ def test_missing_packed_function_is_needs_external(text, name):
 
 
 @pytest.mark.parametrize("text,needle", [(SECOND_DEVICE, "llvm:1"),
-                                         (GPU_KERNEL, "threadIdx.x")])
+                                         (GPU_KERNEL, "threadIdx.x")],
+                         ids=["second_cpu", "gpu_kernel"])
 def test_a_module_for_another_device_is_needs_device(text, needle):
     o = judge(text)
     assert (o.verdict, o.kind) == ("invalid", "needs_device"), o
