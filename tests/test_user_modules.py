@@ -148,6 +148,16 @@ def test_several_public_functions_need_entry_and_the_error_lists_them():
     assert judge(TWO, entry="bar").verdict == "pass"
 
 
+def test_a_build_failure_is_a_finding_whichever_function_would_run():
+    # No main and two public functions: the build fails before any entry is needed.
+    o = judge(FAILS.replace("def main(", "def foo(") + '''
+    @R.function
+    def bar(x: R.Tensor((4,), "int32")) -> R.Tensor((4,), "int32"):
+        return x
+''')
+    assert (o.verdict, o.kind, o.stage) == ("fail", "crash", "build"), o
+
+
 def test_entry_must_be_a_relax_function_of_the_module():
     assert judge(TWO, entry="helper").verdict == "pass"   # the VM calls private ones too
     o = judge(TWO, entry="nope")
@@ -244,8 +254,7 @@ def test_output_arrays_reads_shapes_prims_and_nests():
 
     got = output_arrays((tvm.runtime.ShapeTuple([2, 3]), 4, (np.float32(1.5), None)))
     assert [a.tolist() for a in got] == [[2, 3], 4, 1.5, []]
-    with pytest.raises(TypeError):
-        output_arrays(object())
+    assert output_arrays(object())[0].item() == "<object>"   # opaque: compared by kind
 
 
 def _cli(*args):

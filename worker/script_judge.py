@@ -43,15 +43,19 @@ class TextInputs:
     """What TVMScript text gives the judge: inputs made from the entry function's parameter
     types (``worker.script_inputs``; ``by_name`` for parameters whose type does not say), no
     reference, and fixed tolerances for the comparison across variants. ``entry``: the
-    function the VM runs (``script_inputs.entry_function`` chose it)."""
+    function the user named; the one the VM runs is chosen when the inputs are made
+    (``script_inputs.entry_function``: ``entry``, else main, else the only public one), so a
+    build that fails is a finding whichever function would have run."""
 
     has_reference = False
 
     def __init__(self, mod, input_seed: int = 0, by_name: dict | None = None,
-                 entry: str = "main"):
-        self.mod, self.seed, self.by_name, self.entry = mod, input_seed, by_name, entry
+                 entry: str | None = None):
+        self.mod, self.seed, self.by_name, self.asked = mod, input_seed, by_name, entry
+        self.entry = entry or "main"
 
     def make(self) -> list:
+        self.entry = entry_function(self.mod, self.asked)
         return input_values(self.mod[self.entry], self.seed, self.by_name)
 
     def refused(self, e: BaseException, stage: str = "inputs") -> Outcome:
@@ -59,6 +63,8 @@ class TextInputs:
         (stage ``outputs``): tvmfuzz's limit, never a finding."""
         if stage == "outputs":
             return _fail("outputs", e, "unsupported_output", "invalid")
+        if isinstance(e, NoEntry):
+            return Outcome("invalid", "no_entry", "inputs", "NoEntry", str(e))
         if isinstance(e, NoInputs):
             return Outcome("invalid", "no_inputs", "inputs", "NoInputs", str(e))
         return _fail("inputs", e, "no_inputs", "invalid")
@@ -190,11 +196,12 @@ def judge_script(text: str, variants: list, input_seed: int = 0,
         return finish(Outcome("invalid", "unsupported_input", "parse", "", "tvmfuzz judges "
                               "modules with a Relax function; this one has only PrimFuncs"),
                       t0, variants[0], [])
-    try:
-        entry = entry_function(mod, entry)
-    except NoEntry as e:
-        return finish(Outcome("invalid", "no_entry", "parse", "NoEntry", str(e)), t0,
-                      variants[0], [])
+    if entry:
+        try:   # a name the module lacks: said before anything is built
+            entry_function(mod, entry)
+        except NoEntry as e:
+            return finish(Outcome("invalid", "no_entry", "parse", "NoEntry", str(e)), t0,
+                          variants[0], [])
     missing = external_calls(mod)
     if missing:
         # A function some other build or application registers: not TVM's failure here.
