@@ -122,6 +122,31 @@ class Module:
         return y
 '''
 
+# The module's own checks refuse random inputs: an assertion on a dim, a PrimFunc that wants
+# a 4x4 buffer where the parameter's type gives only an ndim.
+ASSERTS = HEADER + '''@I.ir_module
+class Module:
+    @R.function(pure=False)
+    def main(A: R.Tensor(["N"], "float32")):
+        N = T.int64()
+        _ = R.assert_op(R.prim_value(N > 100), format="N too small")
+        return A
+'''
+
+GUESSED = HEADER + '''@I.ir_module
+class Module:
+    @T.prim_func
+    def ident(A: T.Buffer((4, 4), "float32"), B: T.Buffer((4, 4), "float32")):
+        for i, j in T.grid(4, 4):
+            B[i, j] = A[i, j]
+
+    @R.function
+    def main(x: R.Tensor(dtype="float32", ndim=2)) -> R.Tensor((4, 4), "float32"):
+        cls = Module
+        y = R.call_tir(cls.ident, (x,), out_ty=R.Tensor((4, 4), "float32"))
+        return y
+'''
+
 # TVM 0.27 cannot lower acosh for float16: a real failure stays a finding.
 FAILS = HEADER + '''@I.ir_module
 class Module:
@@ -228,6 +253,12 @@ def test_a_module_for_another_device_is_needs_device(text, needle):
     o = judge(text)
     assert (o.verdict, o.kind) == ("invalid", "needs_device"), o
     assert needle in o.message
+
+
+@pytest.mark.parametrize("text", [ASSERTS, GUESSED], ids=["assert_op", "guessed_shape"])
+def test_the_module_refusing_random_inputs_is_invalid(text):
+    o = judge(text)
+    assert (o.verdict, o.kind, o.stage) == ("invalid", "input_rejected", "run"), o
 
 
 def test_registered_packed_function_is_judged():

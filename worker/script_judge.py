@@ -168,6 +168,70 @@ def device_mismatch(mod, variants: list) -> str:
     return ""
 
 
+_COLLECTIVE = re.compile(r"\bR\.ccl\.")
+# How a run refuses arguments that do not fit what a function declared (the VM's match_cast
+# and shape checks, a PrimFunc's argument checks).
+_ARG_REFUSED = re.compile(r"match_cast error|ErrorContext\(match_cast|Mismatched [\w.]+ on "
+                          r"argument|Argument [\w.]+ has an unsatisfied constraint")
+
+
+def _input_refused(mod, inputs: "TextInputs", o: Outcome) -> str:
+    """Why a run failure is the module refusing tvmfuzz's inputs, not TVM failing ("" when
+    it is not): the module's own ``R.assert_op`` failing on inputs drawn at random, or an
+    argument check failing where tvmfuzz guessed a parameter's shape (its type gives only an
+    ndim or nothing, and no match_cast says more)."""
+    if (o.verdict, o.kind, o.stage) != ("fail", "crash", "run"):
+        return ""
+    said = f"{o.message}\n{o.detail}"
+    if o.error_type == "AssertionError" and _calls_op(mod, "relax.assert_op"):
+        return f"the module's own R.assert_op refuses tvmfuzz's random inputs: {o.message}"
+    guessed = _guessed(mod[inputs.entry], inputs.by_name)
+    if guessed and _ARG_REFUSED.search(said):
+        return (f"the module refuses the shape tvmfuzz guessed for {', '.join(guessed)} "
+                f"(its type gives no shape): {o.message}")
+    return ""
+
+
+def _calls_op(mod, name: str) -> bool:
+    from tvm import relax
+
+    found = []
+
+    def visit(e):
+        if isinstance(e, relax.Call) and getattr(e.op, "name", "") == name:
+            found.append(e)
+
+    for f in mod.functions.values():
+        if isinstance(f, relax.Function):
+            relax.analysis.post_order_visit(f, visit)
+    return bool(found)
+
+
+def _guessed(func, by_name) -> list[str]:
+    """Parameters of ``func`` whose input shape tvmfuzz chose at random: tensors (also inside
+    tuples) typed with an ndim or no shape, which no match_cast of the parameter fixes."""
+    cast = set()
+    for block in getattr(func.body, "blocks", []):
+        for b in block.bindings:
+            if type(b).__name__ == "MatchCast":
+                cast.update(p for p in func.params if b.value.same_as(p))
+
+    def hides(ty) -> bool:
+        if hasattr(ty, "fields"):
+            return any(hides(f) for f in ty.fields)
+        return hasattr(ty, "shape") and hasattr(ty, "ndim") and not hasattr(ty, "values") \
+            and ty.shape is None
+
+    out = []
+    for p in func.params:
+        name = getattr(p, "name", None) or getattr(p, "name_hint", "")
+        ty = getattr(p, "ty", None)
+        ty = ty if ty is not None else p.struct_info
+        if hides(ty) and p not in cast and name not in (by_name or {}):
+            out.append(name)
+    return out
+
+
 def needs_external(names: list[str]) -> Outcome:
     return Outcome("invalid", "needs_external", "externals", "", "the module calls packed "
                    f"function{'s' if len(names) > 1 else ''} {', '.join(names)}, which this "
@@ -216,8 +280,16 @@ def judge_script(text: str, variants: list, input_seed: int = 0,
                               "distributed tensors (R.DTensor); tvmfuzz builds single-device "
                               "modules with relax.build, which does not lower them"),
                       t0, variants[0], [])
-    o = judge_module(mod, TextInputs(mod, input_seed, by_name, entry), variants, near_valid,
-                     t0=t0)
+    if _COLLECTIVE.search(text):
+        return finish(Outcome("invalid", "needs_device", "parse", "", "the module calls "
+                              "collective communication (R.ccl), which runs only in a disco "
+                              "session of several workers"), t0, variants[0], [])
+    inputs = TextInputs(mod, input_seed, by_name, entry)
+    o = judge_module(mod, inputs, variants, near_valid, t0=t0)
+    why = _input_refused(mod, inputs, o)
+    if why:
+        return finish(Outcome("invalid", "input_rejected", "run", o.error_type, why,
+                              o.throw_site, o.detail), t0, variants[0], [])
     said = f"{o.message}\n{o.detail}"
     if o.verdict == "fail" and o.stage in ("build", "vm_load", "run") \
             and _NOT_FOUND.search(said):
