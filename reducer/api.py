@@ -107,8 +107,9 @@ def _stable_signature(oracle: Oracle, subject_label: str, cand, want: Optional[s
         listed = "; ".join(f"{n}x {s or 'pass'}" for s, n in sigs.most_common())
         raise ReduceError(f"the {subject_label} fails only sometimes ({listed}); an unstable "
                           "failure cannot be reduced reliably")
-    if first.verdict == "invalid" and first.kind in ("no_entry", "needs_external",
-                                                     "unsupported_input", "unsupported_output"):
+    if first.verdict == "invalid" and first.kind in ("no_entry", "needs_external", "needs_device",
+                                                     "input_rejected", "unsupported_input",
+                                                     "unsupported_output"):
         raise ReduceError(f"tvmfuzz cannot judge the {subject_label}: {first.message}")
     if first.kind == "no_inputs":
         raise ReduceError(f"the {subject_label} builds, but no inputs can be made to run it: "
