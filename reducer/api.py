@@ -123,6 +123,10 @@ def _stable_signature(oracle: Oracle, subject_label: str, cand, want: Optional[s
         listed = "; ".join(f"{n}x {s or 'pass'}" for s, n in sigs.most_common())
         raise ReduceError(f"the {subject_label} fails only sometimes ({listed}); an unstable "
                           "failure cannot be reduced reliably")
+    if first.verdict == "invalid" and first.kind in ("no_entry", "needs_external", "needs_device",
+                                                     "input_rejected", "unsupported_input",
+                                                     "unsupported_output"):
+        raise ReduceError(f"tvmfuzz cannot judge the {subject_label}: {first.message}")
     if first.kind == "no_inputs":
         raise ReduceError(f"the {subject_label} builds, but no inputs can be made to run it: "
                           f"{first.message}")
@@ -343,13 +347,14 @@ def reduce_script(text: str, *, signature: Optional[str] = None,
                   variants: Optional[list] = None, input_seed: int = 0,
                   near_valid: bool = False, inputs_by_name: Optional[dict] = None,
                   pool: Optional[SandboxPool] = None, write: bool = True,
-                  jail=None, split: bool = True) -> Reduction:
+                  jail=None, split: bool = True, entry: Optional[str] = None) -> Reduction:
     """Reduce a TVMScript module. ``variants``: judge under these compile variants (as a
     case found with them) instead of the plain llvm build of ``tvmfuzz replay``;
     ``near_valid``: the module is ill-formed on purpose; ``inputs_by_name``: input shapes
     for parameters whose type does not give one (see worker.script_judge); ``split``: cut
     a module of ``SPLIT_FROM`` bindings or more by dependency-aware slices first
-    (reducer.split; off: the delta passes alone, for comparison)."""
+    (reducer.split; off: the delta passes alone, for comparison); ``entry``: the Relax
+    function to run (default ``main``, else the module's only public one)."""
     from .script_passes import IRSession, ir_passes_for
 
     check_user_script(text)
@@ -359,7 +364,7 @@ def reduce_script(text: str, *, signature: Optional[str] = None,
     own = pool is None
     pool = pool or SandboxPool(jobs, timeout, python=python, jail=jail)
     try:
-        subject = ScriptSubject(variants, input_seed, near_valid, inputs_by_name)
+        subject = ScriptSubject(variants, input_seed, near_valid, inputs_by_name, entry)
         oracle = Oracle(subject, pool, signature or "", interesting,
                         Path(out_dir) / "slippage" if out_dir else None)
         # A large module takes long to parse: its runs get a limit that grows with it.
@@ -410,7 +415,7 @@ def reduce_script(text: str, *, signature: Optional[str] = None,
                         writer.path if writer else None, writer,
                         _repro_extras(pool, best, outcome, "", variants, near_valid))
         red.stats.update(variants=variants, input_seed=input_seed, near_valid=near_valid,
-                         inputs_by_name=inputs_by_name, python=python)
+                         inputs_by_name=inputs_by_name, python=python, entry=entry)
         if writer is not None:
             from .report import write_outputs
 
@@ -571,7 +576,7 @@ def stats_json(red: Reduction) -> str:
 
 def report_input(kind: str, subject_value, *, out_dir: Path, timeout: float = 60.0,
                  python: str = sys.executable, variants: Optional[list] = None,
-                 input_seed: int = 0, jail=None) -> Reduction:
+                 input_seed: int = 0, jail=None, entry: Optional[str] = None) -> Reduction:
     """repro.py and report.md for a failing case or TVMScript file as it is (no reduction):
     replayed three times in the sandbox first, refused when it passes or is unstable."""
     if kind == "case" and subject_value.ir == "seeded":   # its frozen mutant, as text
@@ -584,7 +589,8 @@ def report_input(kind: str, subject_value, *, out_dir: Path, timeout: float = 60
     writer = OutDir(out_dir)
     t0 = time.monotonic()
     with SandboxPool(1, timeout, python=python, jail=jail) as pool:
-        subject = CaseSubject() if kind == "case" else ScriptSubject(variants, input_seed)
+        subject = CaseSubject() if kind == "case" else ScriptSubject(variants, input_seed,
+                                                                     entry=entry)
         oracle = Oracle(subject, pool)
         label = "case" if kind == "case" else "TVMScript file"
         first = _stable_signature(oracle, label, subject_value, None)
@@ -598,7 +604,8 @@ def report_input(kind: str, subject_value, *, out_dir: Path, timeout: float = 60
     red = Reduction(kind, subject_value, subject_value, first.signature, first,
                     script, {"replays": REPLAYS, "seconds": round(time.monotonic() - t0, 2),
                              "bindings_before": size, "variants": variants,
-                             "input_seed": input_seed, "python": python}, {}, writer.path, writer,
+                             "input_seed": input_seed, "python": python, "entry": entry}, {},
+                    writer.path, writer,
                     repro)
     if trace is not None:
         red.stats["schedule_trace"] = trace

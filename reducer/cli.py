@@ -23,20 +23,29 @@ def _load(input_spec: str, corpus_dir: Optional[str]) -> tuple:
         raise click.UsageError(str(e))
 
 
+def _check_entry(kind: str, value, entry: Optional[str]) -> None:
+    if kind == "case" and entry and entry != value.entry:
+        raise click.UsageError(f"--entry is for TVMScript files; the input is a case whose "
+                               f"entry function is {value.entry}")
+
+
 def run_reduce(input_spec: str, signature: Optional[str], interesting: Optional[str],
                jobs: int, out: Optional[str], timeout: float, time_budget: Optional[float],
                python: Optional[str], corpus_dir: Optional[str] = None,
-               echo: Callable[[str], None] = click.echo, jail=None) -> int:
+               echo: Callable[[str], None] = click.echo, jail=None,
+               entry: Optional[str] = None) -> int:
     if signature and interesting:
         raise click.UsageError("--signature and --interesting exclude each other")
     kind, value, name = _load(input_spec, corpus_dir)
+    _check_entry(kind, value, entry)
     try:
         out_dir = _out(out, "reduced", name)
         common = dict(signature=signature, interesting=interesting, jobs=jobs, out_dir=out_dir,
                       timeout=timeout, python=python or sys.executable, log=echo,
                       time_budget=time_budget, jail=jail)
         echo(f"reducing {input_spec} ({kind}); replaying it first")
-        red = (reduce_case(value, **common) if kind == "case" else reduce_script(value, **common))
+        red = (reduce_case(value, **common) if kind == "case"
+               else reduce_script(value, entry=entry, **common))
     except ReduceError as e:
         raise click.ClickException(str(e))
     except OSError as e:
@@ -64,11 +73,12 @@ def run_reduce(input_spec: str, signature: Optional[str], interesting: Optional[
 
 def run_report(input_spec: str, out: Optional[str], timeout: float, python: Optional[str],
                corpus_dir: Optional[str] = None, echo: Callable[[str], None] = click.echo,
-               bisect: bool = True, jail=None) -> int:
+               bisect: bool = True, jail=None, entry: Optional[str] = None) -> int:
     kind, value, name = _load(input_spec, corpus_dir)
+    _check_entry(kind, value, entry)
     try:
         red = report_input(kind, value, out_dir=_out(out, "reports", name), timeout=timeout,
-                           python=python or sys.executable, jail=jail)
+                           python=python or sys.executable, jail=jail, entry=entry)
     except ReduceError as e:
         raise click.ClickException(str(e))
     except OSError as e:
@@ -77,7 +87,7 @@ def run_report(input_spec: str, out: Optional[str], timeout: float, python: Opti
     # An ONNX case's repro.py builds the model itself: it needs no printed module.
     has_repro = bool(red.script) or (red.out_dir / "repro.py").exists()
     written = ["repro.py", "report.md"] if has_repro else ["report.md"]
-    if bisect and _affected_versions(input_spec, red, kind, value, timeout, echo, jail):
+    if bisect and _affected_versions(input_spec, red, kind, value, timeout, echo, jail, entry):
         written.append("bisect.json")
     echo(f"wrote {', '.join(written[:-1])} and {written[-1]} to {red.out_dir}"
          if len(written) > 1 else f"wrote {written[0]} to {red.out_dir}")
@@ -89,7 +99,7 @@ def run_report(input_spec: str, out: Optional[str], timeout: float, python: Opti
 
 
 def _affected_versions(label: str, red, kind: str, value, timeout: float, echo,
-                       jail=None) -> bool:
+                       jail=None, entry: Optional[str] = None) -> bool:
     """With other releases installed, replay the case on each (``tvmfuzz bisect``) for
     report.md's "Affected versions"; without, the section names the one release checked."""
     from worker import cases
@@ -100,7 +110,7 @@ def _affected_versions(label: str, red, kind: str, value, timeout: float, echo,
 
     if not installed():
         return False
-    job = cases.job(value)
+    job = cases.job(value, entry=entry)
     echo("replaying it on each installed release (tvmfuzz bisect)")
     result = bisect(Subject(label, job, red.signature, red.out_dir, kind),
                     timeout=timeout, jail=jail)

@@ -65,9 +65,10 @@ class ScriptSubject:
     suffix, label = ".py", "script"
 
     def __init__(self, variants: Optional[list] = None, input_seed: int = 0,
-                 near_valid: bool = False, by_name: Optional[dict] = None):
+                 near_valid: bool = False, by_name: Optional[dict] = None,
+                 entry: Optional[str] = None):
         self.variants, self.input_seed, self.near_valid = variants, input_seed, near_valid
-        self.by_name = by_name
+        self.by_name, self.entry = by_name, entry
 
     def text(self, text: str) -> str:
         return text
@@ -75,7 +76,8 @@ class ScriptSubject:
     def job(self, text: str) -> Optional[dict]:
         try:   # the guard refuses text that could run code on parse: it is never sent
             return cases.job(text, variants=self.variants, input_seed=self.input_seed,
-                             near_valid=self.near_valid, by_name=self.by_name)
+                             near_valid=self.near_valid, by_name=self.by_name,
+                             entry=self.entry)
         except (SyntaxError, UnsafeScript, ValueError):
             return None
 

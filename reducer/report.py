@@ -472,6 +472,7 @@ def write_outputs(red, variants: Optional[list] = None, affected: Optional[dict]
                                        input_seed=red.stats.get("input_seed") or 0,
                                        near_valid=bool(red.stats.get("near_valid")),
                                        inputs_by_name=red.stats.get("inputs_by_name"),
+                                       entry=red.stats.get("entry"),
                                        module_json=red.repro.get("module_json", ""),
                                        schedule_traces=red.repro.get("schedule_traces")),
                 mode=0o755)

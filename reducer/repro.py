@@ -184,14 +184,16 @@ def repro_text(script: str, outcome: Outcome, program: Optional[Program] = None,
                timeout: float = 60.0, near_valid: bool = False,
                inputs_by_name: Optional[dict] = None, module_json: str = "",
                schedule_traces: Optional[dict] = None, builder: bool = False,
-               onnx: Optional[dict] = None) -> str:
+               onnx: Optional[dict] = None, entry: Optional[str] = None) -> str:
     """repro.py's text. ``module_json``: ``tvm.ir.save_json`` of the module the finding built,
     where ``script`` does not parse back to it; ``schedule_traces``: per index of a
     "scheduled" variant, ``{"traces": ...}`` (``worker.tir_schedule.step_traces``) or
     ``{"error": why}``. ``builder``: ``script`` is the module's construction as Python
     (``fuzz.materialize.builder_source``), for a finding TVM meets while constructing it.
     ``onnx``: an ONNX finding (``onnx_repro_text``): ``script`` builds the model with
-    onnx.helper, ``onnx`` holds the graph inputs' names and values and the import options."""
+    onnx.helper, ``onnx`` holds the graph inputs' names and values and the import options.
+    ``entry``: the Relax function the user chose (``--entry``; None: repro.py chooses as
+    tvmfuzz did, ``script_inputs.entry_function``)."""
     v = versions()
     inputs = {"how": "script", "seed": input_seed, "by_name": inputs_by_name or {}}
     if program is not None:
@@ -221,6 +223,8 @@ def repro_text(script: str, outcome: Outcome, program: Optional[Program] = None,
         case["onnx"] = {"feeds": onnx["feeds"], "options": onnx["options"]}
         case["inputs"] = {"how": "arrays", "data": pack(onnx["arrays"])}
         shared += "\n\n".join(inspect.getsource(o).rstrip() for o in ONNX_CODE) + "\n\n\n"
+    if entry:
+        case["entry"] = entry
     if module_json:
         case["module"] = base64.b64encode(zlib.compress(module_json.encode(), 9)).decode()
     extra = outcome.extra

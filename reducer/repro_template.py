@@ -146,15 +146,20 @@ def make_inputs(mod):
     if spec["how"] == "arrays":      # the finding's own inputs
         return unpack(spec["data"])
     # A TVMScript file: from the parameters' types, as tvmfuzz made them (input_values).
-    return input_values(mod["main"], spec.get("seed", 0), spec.get("by_name") or None)
+    return input_values(mod[entry_of(mod)], spec.get("seed", 0), spec.get("by_name") or None)
+
+
+def entry_of(mod):
+    """The Relax function tvmfuzz ran: the one named with --entry, else main, else the
+    module's only public Relax function (entry_function, tvmfuzz's own code)."""
+    if CASE.get("builder") or CASE["inputs"]["how"] == "arrays":
+        return CASE.get("entry") or "main"   # a case tvmfuzz generated: its entry is main
+    return entry_function(mod, CASE.get("entry"))
 
 
 def flat(x):
-    import numpy as np
-
-    if isinstance(x, (list, tuple)) or type(x).__name__ == "Array":
-        return [y for i in x for y in flat(i)]
-    return [x.numpy() if hasattr(x, "numpy") else np.asarray(x)]
+    """A result as flat numpy arrays, read as tvmfuzz reads it (output_arrays)."""
+    return output_arrays(x)
 
 
 def differs(expected, actual, tol):
@@ -306,7 +311,7 @@ def attempt():
                 traceback.print_exc()
                 return ("vm_load", type(e).__name__, str(e), "")
             try:
-                out = flat(vm["main"](*vm_args))
+                out = flat(vm[entry_of(mod)](*vm_args))
             except Exception as e:
                 traceback.print_exc()
                 return ("run", type(e).__name__, str(e), "")

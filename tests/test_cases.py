@@ -117,3 +117,21 @@ def test_a_training_mode_op_is_not_compared_after_decompose_for_inference():
     plain = Program.from_json(json.loads(prog.dumps()))
     plain.meta["variants"][-1]["passes"].remove("DecomposeOpsForInference")
     assert cases.judge(cases.job(plain)).verdict == "pass"
+
+
+def test_text_of_a_training_mode_op_is_not_compared_after_decompose_for_inference():
+    """The same rule for a module's text (a user's file, a seeded mutant): with the
+    DecomposeOpsForInference variant beside the plain build, the cross-variant comparison
+    would call the decomposed batch_norm a wrong result."""
+    import json
+    from pathlib import Path
+
+    from fuzz.materialize import materialize, to_script
+
+    prog = Program.from_json(json.loads(
+        (Path(__file__).parent / "data" / "relax_batch_norm_training_decompose.json").read_text()))
+    text = to_script(materialize(prog))
+    variants = [{"target": {"kind": "llvm"}, "pipeline": "default"},
+                prog.meta["variants"][-1]]
+    o = cases.judge(cases.job(text, variants=variants))
+    assert o.verdict == "pass", o.to_json()

@@ -72,6 +72,9 @@ ENV_OPT = click.option("--env", "env_version", default=None, metavar="VERSION",
                        "with that env's interpreter")
 
 
+ENTRY_OPT = click.option("--entry", default=None, metavar="NAME",
+                         help="for a TVMScript module: the Relax function to run (default: "
+                              "main, else the module's only public Relax function)")
 JAIL_OPT = click.option("--jail/--no-jail", "jail_on", default=True, show_default=True,
                         envvar="TVMFUZZ_JAIL",
                         help="parse, build and run the input inside the jail (no network, "
@@ -460,16 +463,23 @@ def smoke(budget, cases, seed, baseline, update_baseline, out, extra_passes, cor
                    "first run always happens; Ctrl-C also stops the repeats)")
 @TVM_PYTHON
 @ENV_OPT
+@ENTRY_OPT
 @JAIL_OPT
-def replay(case, fmt, times, timeout, budget, tvm_python, env_version, jail_on):
+def replay(case, fmt, times, timeout, budget, tvm_python, env_version, entry, jail_on):
     """Re-run a saved case (JSON) or any TVMScript file in the sandbox; print the verdict
     (text: as soon as the first run gives it), then how often it reproduced."""
     from worker.replay import load_job, replay_file
 
     tvm_python = _tvm_python(env_version, tvm_python)
-    load_job(Path(case))   # bad input: one line before the jail or TVM starts
+    load_job(Path(case), entry)   # bad input: one line before the jail or TVM starts
+
+    def no_entry(r: dict) -> None:
+        if r["kind"] == "no_entry":
+            # Which function to run is the user's choice to make: a usage error, not a verdict.
+            raise click.UsageError(f"{case}: {r['message']}")
 
     def first(r: dict) -> None:
+        no_entry(r)
         click.echo(f"verdict: {r['verdict']}  kind: {r['kind'] or '-'}  "
                    f"(first run, {r['seconds']:.1f} s)")
         if r["kind"] == "hang":
@@ -477,7 +487,8 @@ def replay(case, fmt, times, timeout, budget, tvm_python, env_version, jail_on):
                        "longer")
         if r["signature"]:
             click.echo(f"signature: {r['signature']}")
-            click.echo(f"bug: {r['bug_id']} ({r['status']}: {r['reason']})")
+            if r["bug_id"]:   # a finding; an invalid outcome is filed as no bug
+                click.echo(f"bug: {r['bug_id']} ({r['status']}: {r['reason']})")
             click.echo(f"message: {r['message']}")
         if times > 1:
             click.echo(f"replaying it {times - 1} more times for the reproduction rate "
@@ -485,7 +496,8 @@ def replay(case, fmt, times, timeout, budget, tvm_python, env_version, jail_on):
 
     result = replay_file(Path(case), times=times, timeout=timeout,
                          python=tvm_python or sys.executable, jail=_jail(jail_on, DEFAULT_CORPUS),
-                         on_first=first if fmt == "text" else None, budget=budget)
+                         on_first=first if fmt == "text" else no_entry, budget=budget,
+                         entry=entry)
     if fmt == "json":
         click.echo(json.dumps(result, indent=1))
     else:
@@ -511,16 +523,18 @@ def replay(case, fmt, times, timeout, budget, tvm_python, env_version, jail_on):
 @CORPUS_OPT
 @TVM_PYTHON
 @ENV_OPT
+@ENTRY_OPT
 @JAIL_OPT
 def reduce(input_spec, signature, interesting, jobs, out, timeout, budget, corpus_dir,
-           tvm_python, env_version, jail_on):
+           tvm_python, env_version, entry, jail_on):
     """Reduce a failing case (JSON), TVMScript file or corpus bucket to a minimal reproducer,
     with repro.py and report.md."""
     from reducer.cli import run_reduce
 
     tvm_python = _tvm_python(env_version, tvm_python)
     sys.exit(run_reduce(input_spec, signature, interesting, jobs, out, timeout, budget,
-                        tvm_python, corpus_dir, jail=_jail(jail_on, corpus_dir, out)))
+                        tvm_python, corpus_dir, jail=_jail(jail_on, corpus_dir, out),
+                        entry=entry))
 
 
 @cli.command()
@@ -534,15 +548,17 @@ def reduce(input_spec, signature, interesting, jobs, out, timeout, budget, corpu
 @click.option("--bisect/--no-bisect", "run_bisect", default=True, show_default=True,
               help="with installed releases (`tvmfuzz env list`), replay the case on each for "
                    "report.md's \"Affected versions\"")
+@ENTRY_OPT
 @JAIL_OPT
-def report(input_spec, out, timeout, corpus_dir, tvm_python, env_version, run_bisect, jail_on):
+def report(input_spec, out, timeout, corpus_dir, tvm_python, env_version, run_bisect, entry,
+           jail_on):
     """Write repro.py and report.md (a TVM issue, ready to paste) for a failing case (JSON),
     TVMScript file or corpus bucket."""
     from reducer.cli import run_report
 
     tvm_python = _tvm_python(env_version, tvm_python)
     sys.exit(run_report(input_spec, out, timeout, tvm_python, corpus_dir, bisect=run_bisect,
-                        jail=_jail(jail_on, corpus_dir, out)))
+                        jail=_jail(jail_on, corpus_dir, out), entry=entry))
 
 
 @cli.command(name="catalogue")
@@ -628,14 +644,15 @@ def env_remove(version):
                    "many reproduced)")
 @click.option("--timeout", type=Duration(), default="120s", show_default=True)
 @CORPUS_OPT
+@ENTRY_OPT
 @JAIL_OPT
-def bisect_cmd(case, fmt, times, timeout, corpus_dir, jail_on):
+def bisect_cmd(case, fmt, times, timeout, corpus_dir, entry, jail_on):
     """Replay a finding (case JSON, TVMScript file, reducer directory or corpus bucket) on the
     default release and every installed env: present, absent, different or error on each."""
     from worker.bisect import BisectError, bisect, format_table, load_subject
 
     try:
-        subject = load_subject(case, corpus_dir)
+        subject = load_subject(case, corpus_dir, entry)
     except BisectError as e:
         raise click.UsageError(str(e))
     log = (lambda s: click.echo(s, err=True)) if fmt == "text" else (lambda s: None)

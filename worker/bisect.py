@@ -62,9 +62,11 @@ class Subject:
             label, job, signature, case_dir, kind)
 
 
-def load_subject(spec: str, corpus_dir: Optional[str] = None) -> Subject:
+def load_subject(spec: str, corpus_dir: Optional[str] = None,
+                 entry: Optional[str] = None) -> Subject:
     """A case JSON, a TVMScript file, a reducer directory (its case.json or case.py) or a
-    corpus bucket id."""
+    corpus bucket id. ``entry``: a TVMScript module's function to run (default: the one its
+    reduction ran, from reduce.json, else ``main``, else the only public one)."""
     path = Path(spec)
     if path.is_dir():
         for name in ("case.json", "case.py"):
@@ -81,8 +83,16 @@ def load_subject(spec: str, corpus_dir: Optional[str] = None) -> Subject:
         raise BisectError(str(e))
     case_dir = path.parent if (path.parent / "report.md").is_file() else None
     if kind == "case":
+        if entry and entry != value.entry:
+            raise BisectError(f"--entry is for TVMScript files; {spec} is a case whose entry "
+                              f"function is {value.entry}")
         return Subject(str(path), cases.job(value), _stored_signature(path), case_dir)
-    return Subject(str(path), cases.job(value), "", case_dir, "script")
+    if entry is None and (path.parent / "reduce.json").is_file():
+        try:
+            entry = json.loads((path.parent / "reduce.json").read_text()).get("entry")
+        except (OSError, ValueError, AttributeError):
+            entry = None
+    return Subject(str(path), cases.job(value, entry=entry), "", case_dir, "script")
 
 
 def _resign(outcome: dict) -> str:
@@ -144,9 +154,9 @@ def _judge(outcomes: list[Outcome], want: str) -> dict:
                f"{first.message})")[:400]
     elif verdict == "invalid":
         v = "error"
-        what = "does not parse" if first.kind == "not_tvmscript" else \
-            "cannot be materialized"
-        msg = (f"{what} on this release: {first.error_type}: "
+        what = {"not_tvmscript": "does not parse",
+                "generator": "cannot be materialized"}.get(first.kind, "cannot be judged")
+        msg = (f"{what} on this release: {first.error_type or first.kind}: "
                f"{first.message}").strip()[:400]
         sig = ""
     elif first.kind == "lost":

@@ -23,7 +23,8 @@ ONNX model, a PyTorch program) is one more ``CaseKind`` here and one line in ``K
 
 The job is plain JSON: ``{"kind": "case", "program": ...}`` for a model,
 ``{"kind": "script", "text": ...}`` for text, with the judging options beside them
-(``variants``, ``input_seed``, ``near_valid``, ``inputs_by_name``, ``target``). Building a job
+(``variants``, ``input_seed``, ``near_valid``, ``inputs_by_name``, ``target``, and for text
+``entry``: the Relax function to run, by default ``main``, else the module's only public one). Building a job
 imports no TVM; judging happens in the child only.
 """
 from __future__ import annotations
@@ -48,7 +49,10 @@ class CaseKind:
         raise NotImplementedError
 
     def job(self, value: Any, variants: Optional[list] = None, input_seed: Optional[int] = None,
-            near_valid: bool = False, by_name: Optional[dict] = None) -> dict:
+            near_valid: bool = False, by_name: Optional[dict] = None,
+            entry: Optional[str] = None) -> dict:
+        """``entry``: the function to run, for kinds whose value does not say (TVMScript);
+        a model names its own (``Program.entry``), and another name is refused."""
         raise NotImplementedError
 
     def judge(self, job: dict) -> Outcome:
@@ -67,7 +71,9 @@ class _ModelCase(CaseKind):
 
     def job(self, value, variants: Optional[list] = None,
             input_seed: Optional[int] = None, near_valid: bool = False,
-            by_name: Optional[dict] = None) -> dict:
+            by_name: Optional[dict] = None, entry: Optional[str] = None) -> dict:
+        if entry and entry != value.entry:
+            raise ValueError(f"the case's entry function is {value.entry}, not {entry}")
         # The variants travel in the case (meta["variants"]), so a replay builds it the same
         # way; ``variants`` here overrides them (bisect, a reducer's fixed variants).
         job = {"kind": self.job_kind, "program": value.to_json(),
@@ -141,7 +147,8 @@ class ScriptCase(CaseKind):
         return value
 
     def job(self, value: str, variants: Optional[list] = None, input_seed: Optional[int] = None,
-            near_valid: bool = False, by_name: Optional[dict] = None) -> dict:
+            near_valid: bool = False, by_name: Optional[dict] = None,
+            entry: Optional[str] = None) -> dict:
         from .script_guard import check_script
 
         check_script(value)   # never send text that could run code on parse
@@ -152,6 +159,8 @@ class ScriptCase(CaseKind):
             job["near_valid"] = True
         if by_name:
             job["inputs_by_name"] = by_name
+        if entry:
+            job["entry"] = entry   # else main, or the module's only public Relax function
         return job
 
     def judge(self, job: dict) -> Outcome:
@@ -166,7 +175,8 @@ class ScriptCase(CaseKind):
             variants = [{"target": dict(target) if isinstance(target, dict)
                          else {"kind": str(target)}}]
         return judge_script(job["text"], variants, job.get("input_seed", 0),
-                            bool(job.get("near_valid")), job.get("inputs_by_name"))
+                            bool(job.get("near_valid")), job.get("inputs_by_name"),
+                            job.get("entry"))
 
 
 class SeededKind(_ModelCase):

@@ -196,8 +196,10 @@ class ProgramInputs:
         self.env, args = make_inputs(self.program, self.seed)
         return args
 
-    def refused(self, e: BaseException) -> Outcome:
-        return _fail("reference", e, "generator", "invalid")
+    def refused(self, e: BaseException, stage: str = "reference") -> Outcome:
+        """tvmfuzz could not make the inputs or the reference, or read a result: the
+        generator's defect, never a finding."""
+        return _fail(stage, e, "generator", "invalid")
 
     def vm_args(self, args: list, v: Variant) -> list:
         return [_tensor(a, v) for a in args]
@@ -231,7 +233,9 @@ def judge_module(mod, source, variants: list, near_valid: bool = False,
     a user's or the reducer's TVMScript): verifier, then each variant built with the failing
     pass named, loaded and run, compared with the reference where ``source`` has one and with
     the first variant that ran; the print/parse round trip last. ``source`` gives the inputs
-    and the reference (``ProgramInputs``, ``worker.script_judge.TextInputs``)."""
+    and the reference (``ProgramInputs``, ``worker.script_judge.TextInputs``); where its own
+    code fails (making the inputs, handing them to the VM, reading a result back) it says
+    what that is (``source.refused(e, stage)``: ``invalid``, never a TVM finding)."""
     import tempfile
 
     import tvm
@@ -282,15 +286,22 @@ def judge_module(mod, source, variants: list, near_valid: bool = False,
             breadcrumb.mark(stage="vm_load", **{"pass": None})
             try:
                 vm = load_vm(ex, v, workdir)
-                vm_args = source.vm_args(args, v)
             except Exception as e:  # noqa: BLE001
                 return done(_fail("vm_load", e), v)
+            try:
+                vm_args = source.vm_args(args, v)
+            except Exception as e:  # noqa: BLE001 - tvmfuzz's arguments, not TVM's failure
+                return done(source.refused(e, "inputs"), v)
             breadcrumb.mark(stage="run")
             watch_kernels(vm)
             try:
-                actual = source.outputs(vm[source.entry](*vm_args))
+                out = vm[source.entry](*vm_args)
             except Exception as e:  # noqa: BLE001
                 return done(_fail("run", e), v)
+            try:
+                actual = source.outputs(out)
+            except Exception as e:  # noqa: BLE001 - tvmfuzz cannot read the result
+                return done(source.refused(e, "outputs"), v)
             if not wf:
                 # Ill-formed by the verifier's word, yet it built and ran.
                 return done(Outcome("fail", "verifier_build", "well_formed", "",

@@ -28,14 +28,18 @@ from .sandbox_runner import SandboxRunner, outcome_from_result
 from .user_input import InputError, read_input
 
 
-def load_job(path: Path) -> dict:
+def load_job(path: Path, entry: Optional[str] = None) -> dict:
     """The sandbox job for a file: a case as program-model JSON, or checked TVMScript text
-    (``worker.cases``: the job every consumer sends)."""
+    (``worker.cases``: the job every consumer sends). ``entry``: a TVMScript module's function
+    to run (default ``main``, else its only public Relax function)."""
     try:
-        _, value = read_input(path)
+        kind, value = read_input(path)
     except InputError as e:
         raise click.UsageError(str(e))
-    return cases.job(value)
+    if kind == "case" and entry and entry != value.entry:
+        raise click.UsageError(f"--entry is for TVMScript files; {path} is a case whose entry "
+                               f"function is {value.entry}")
+    return cases.job(value, entry=entry)
 
 
 def _bug(path: Path, job: dict, outcome: Outcome) -> dict:
@@ -81,11 +85,13 @@ def job_bindings(job: dict) -> int:
 def replay_file(path: Path, times: int = 3, timeout: Optional[float] = None,
                 python: str = sys.executable, jail=None,
                 on_first: Optional[Callable[[dict], None]] = None,
-                budget: Optional[float] = None) -> dict:
+                budget: Optional[float] = None, entry: Optional[str] = None) -> dict:
     """Replay ``times`` times (fewer when ``budget`` seconds in all would be passed by
     another run, or on Ctrl-C after the first). ``timeout`` None: ``auto_timeout``.
-    ``on_first`` gets the first run's result (reproduced 1/1) before the repeats start."""
-    job = load_job(path)
+    ``on_first`` gets the first run's result (reproduced 1/1) before the repeats start.
+    ``entry``: the Relax function to judge (``--entry``; None: main, else the only public
+    one)."""
+    job = load_job(path, entry)
     timeout = auto_timeout(DEFAULT_TIMEOUT, job_bindings(job)) if timeout is None \
         else float(timeout)
     runner = SandboxRunner(python=python, timeout=timeout, jail=jail)

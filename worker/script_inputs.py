@@ -1,11 +1,14 @@
 """Inputs for a Relax function from its parameters' types alone: for a user's TVMScript,
 where no program model says what the inputs are.
 
-Every parameter a Relax function may have gets a value: a tensor with static dims, symbolic
+``entry_function`` chooses the function a module is run through (``main``, else the one public
+Relax function, else the one the user names). Every parameter a Relax function may have gets a
+value: a tensor with static dims, symbolic
 dims or dim expressions (``n + 2``, ``n * 4``: the free variables bound to small values, then
 the expression evaluated); a tensor of unknown shape or only an ndim (the shape a
 ``match_cast`` of it in the body gives, else one of that ndim); an ``R.Shape``; an ``R.Prim``;
-a tuple of these. A parameter nothing can be made for (an ``R.Object``, a callable) raises
+a tuple of these (``output_arrays`` reads any result back as arrays). A parameter nothing can
+be made for (an ``R.Object``, a callable) raises
 ``NoInputs`` with a one-line reason.
 
 The functions in REPRO_CODE are written into every repro.py as they are (reducer/repro.py), so
@@ -17,6 +20,40 @@ from __future__ import annotations
 
 class NoInputs(Exception):
     """No input can be made for a parameter; the message says why, in one line."""
+
+
+class NoEntry(Exception):
+    """The module has no function to judge it through (``entry_function``); the message says
+    why and lists the public Relax functions, in one line."""
+
+
+def entry_function(mod, entry=None):
+    """The name of the Relax function a module is run through: ``entry`` when given (any Relax
+    function of ``mod``: the VM calls private ones by name too), else ``main``, else the
+    module's only public Relax function (one with a ``global_symbol``). Raises ``NoEntry``
+    otherwise, listing the functions to choose from."""
+    import tvm
+
+    def name_of(gv):
+        return getattr(gv, "name_hint", None) or getattr(gv, "name", "")
+
+    funcs = {name_of(gv): f for gv, f in mod.functions.items()
+             if isinstance(f, tvm.relax.Function)}
+    pub = sorted(n for n, f in funcs.items()
+                 if f.attrs is not None and "global_symbol" in f.attrs)
+    private = sorted(set(funcs) - set(pub))
+    listed = (", ".join(pub) or "none") + ("; private: " + ", ".join(private) if private else "")
+    if entry:
+        if entry not in funcs:
+            raise NoEntry(f"the module has no Relax function {entry}; its public Relax "
+                          f"functions: {listed}")
+        return entry
+    if "main" in funcs:
+        return "main"
+    if len(pub) == 1:
+        return pub[0]
+    raise NoEntry(f"the module has no main and {len(pub)} public Relax functions ({listed}): "
+                  "choose one with --entry NAME")
 
 
 class ShapeValue(tuple):
@@ -126,6 +163,9 @@ def input_values(func, seed=0, by_name=None):
                 shape = [int(rng.integers(1, 5)) for _ in range(ty.ndim if ty.ndim >= 0 else 1)]
             return array(shape, "float32" if dtype in ("void", "") else dtype)
         if kind == "shape":
+            if ty.values is None and hidden is not None and kind_of(hidden) == "shape" \
+                    and hidden.values is not None:
+                ty = hidden   # R.Shape(ndim=2) cast to R.Shape([n, m]): n, m bound once
             if ty.values is not None:
                 return ShapeValue(dim(d) for d in ty.values)
             return ShapeValue(int(rng.integers(1, 5))
@@ -170,4 +210,26 @@ def vm_arguments(values, tensor):
     return [arg(v) for v in values]
 
 
-REPRO_CODE = (NoInputs, ShapeValue, input_values, vm_arguments)
+def output_arrays(x):
+    """A VM result as a flat list of numpy arrays, whatever the entry function returns:
+    tensors, tuples (nested), shapes, prim values, Python numbers and strings (None: an empty
+    array); an opaque object (a closure) as its type's name, all of it that compares."""
+    import numpy as np
+    import tvm
+
+    if x is None or isinstance(x, (bool, int, float, str, np.generic)):
+        return [np.asarray(x if x is not None else [])]
+    if isinstance(x, tvm.runtime.ShapeTuple):
+        return [np.asarray(list(x), dtype="int64")]
+    if isinstance(x, (list, tuple)) or type(x).__name__ == "Array":
+        return [y for i in x for y in output_arrays(i)]
+    if hasattr(x, "numpy"):
+        return [x.numpy()]
+    if isinstance(getattr(x, "value", None), (bool, int, float, str)):
+        return [np.asarray(x.value)]   # a boxed number or string
+    # An opaque object (a closure, a storage): only its kind can be compared.
+    return [np.asarray(f"<{type(x).__name__}>")]
+
+
+REPRO_CODE = (NoInputs, NoEntry, entry_function, ShapeValue, input_values, vm_arguments,
+              output_arrays)

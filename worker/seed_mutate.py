@@ -430,33 +430,6 @@ def mutant_text(case) -> tuple:
     return mod, to_script(mod), applied
 
 
-def _training_mode(mod) -> bool:
-    """Does some call in the module run in training mode (batch_norm's ``training``)?"""
-    _, relax, _ = _api()
-    for _, f in _functions(mod):
-        for blk in f.body.blocks:
-            for b in blk.bindings:
-                attrs = getattr(b.value, "attrs", None) if isinstance(b.value, relax.Call) \
-                    else None
-                if attrs is not None and bool(getattr(attrs, "training", False)):
-                    return True
-    return False
-
-
-def _seed_inputs(mod, input_seed: int):
-    """TextInputs that also know, as ProgramInputs does, that DecomposeOpsForInference turns a
-    training-mode op into the inference one by design: such a variant's results are not
-    compared (the judge still reports its crashes)."""
-    from .script_judge import TextInputs
-
-    class SeedInputs(TextInputs):
-        def exact(self, v) -> bool:
-            return "DecomposeOpsForInference" not in v.passes or not training
-
-    training = _training_mode(mod)
-    return SeedInputs(mod, input_seed)
-
-
 def judge_seeded(case, variants: list, input_seed: int = 0):
     """Mutate the seed (or take the frozen mutant) and judge it: the one judging loop with
     ``TextInputs``, the comparison across variants being the oracle. The outcome records the
@@ -486,7 +459,9 @@ def judge_seeded(case, variants: list, input_seed: int = 0):
                for gv, f in mod.functions.items()):
         return finish(Outcome("invalid", "unsupported_input", "parse", "", "a seed needs a "
                               "Relax function main"), t0, variants[0], [])
-    o = judge_module(mod, _seed_inputs(mod, input_seed), variants, t0=t0)
+    from .script_judge import TextInputs
+
+    o = judge_module(mod, TextInputs(mod, input_seed), variants, t0=t0)
     o.extra["seed_mutations"] = applied
     if o.verdict != "pass":
         o.extra["mutant"] = text
