@@ -166,8 +166,7 @@ BODY = '''        if CASE["schedule"]:
             paint = stack_painter()
             for value in STACK_FILLS:
                 args = [tvm.runtime.tensor(inputs[n]) for n in CASE["params"]]
-                paint(value)
-                lib[CASE["name"]](*args)
+                paint(value, lib[CASE["name"]], args)
                 bad = mismatch({n: a.numpy() for n, a in zip(CASE["params"], args)}, want)
                 if bad is not None:
                     bad += (f" (the stack filled with {value} just before the kernel: it "

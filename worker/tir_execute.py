@@ -160,7 +160,7 @@ def run_tir_case(prog, variants: Optional[list] = None, input_seed: int = 0,
                 (lambda: _run_call_tir(built, prog, inputs, outs)) if v.pipeline == "call_tir"
                 else (lambda: _run(built, prog, inputs)), got,
                 None if v.pipeline == "call_tir" else
-                (lambda value: _run(built, prog, inputs, before=lambda: painter()(value))))
+                (lambda value: _run(built, prog, inputs, paint=value)))
             return done(Outcome("fail", "numeric", "compare", "", diff.split(";")[0], "", diff,
                                 extra={"numeric_key": key, "reads_uninitialized": uninit}), v)
         if first is not None and exact:
@@ -428,17 +428,19 @@ def _run_call_tir(built, prog, inputs: dict, outs: list) -> dict:
     return got
 
 
-def _run(built, prog, inputs: dict, before=None) -> dict:
-    """Run the built PrimFunc on copies of ``inputs``; ``before`` runs just before the
-    kernel, after its arguments are made (the stack painter of worker/uninit.py)."""
+def _run(built, prog, inputs: dict, paint: Optional[float] = None) -> dict:
+    """Run the built PrimFunc on copies of ``inputs``; ``paint``: a value the stack painter
+    (worker/uninit.py) leaves where the kernel's locals go, just before the kernel runs."""
     import tvm
 
     arrays = {p.name: tvm.runtime.tensor(inputs[p.name]) for p in prog.params
               if p.name in inputs}
     args = [arrays[p.name] for p in prog.params if p.name in arrays]
-    if before is not None:
-        before()
-    built[prog.name](*args)
+    kernel = built[prog.name]
+    if paint is None:
+        kernel(*args)
+    else:
+        painter()(paint, kernel, args)
     return {k: a.numpy() for k, a in arrays.items()}
 
 

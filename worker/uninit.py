@@ -81,8 +81,9 @@ def _same(a, b) -> bool:
 
 
 def stack_painter():
-    """``paint(value)``: run a kernel that fills 4 KiB of its own stack frame with ``value``
-    (float32). Call it right before the kernel under test, after its arguments are made."""
+    """``paint(value, kernel, args)``: run a kernel that fills 4 KiB of its own stack frame
+    with ``value`` (float32), then ``kernel(*args)`` (the kernel under test, its arguments
+    already made), from the same place, so at the same stack depth."""
     import numpy as np
     import tvm
     from tvm.script import tirx as T
@@ -100,7 +101,25 @@ def stack_painter():
     idx = tvm.runtime.tensor(np.array([1023], "int32"))
     out = tvm.runtime.tensor(np.zeros(1, "float32"))
 
-    def run(value):
-        lib["paint"](idx, tvm.runtime.tensor(np.array([value], "float32")), out)
+    fill_of = {}
+
+    def run(value, kernel=None, args=()):
+        """Paint with ``value``; then, if given, call ``kernel(*args)`` at once. Python's
+        cyclic GC is off from the paint to the kernel's return: a collection in between runs
+        C code at this depth and overwrites the paint (seen in a large test process)."""
+        import gc
+
+        fill = fill_of.get(value)
+        if fill is None:
+            fill = fill_of[value] = tvm.runtime.tensor(np.array([value], "float32"))
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            lib["paint"](idx, fill, out)
+            if kernel is not None:
+                kernel(*args)
+        finally:
+            if enabled:
+                gc.enable()
 
     return run
