@@ -604,41 +604,27 @@ def _from_canonical(g: Graph, x: str, layout: str, canon: str) -> str:
     return g.one("Transpose", [x], {"perm": [canon.index(c) for c in layout]})
 
 
-def _conv(rank):
+def _conv(rank, transpose: bool = False):
+    """Conv (or ConvTranspose) of a ``rank``-D convolution: the data and kernel moved to
+    ONNX's channel-first layouts and the result back to the op's."""
+    op, kernel_prefix = ("ConvTranspose", "IO") if transpose else ("Conv", "OI")
+
     def build(g, n, ins, tys):
         a = n.attrs
-        data, kernel = "NC" + _SPATIAL[rank], "OI" + _SPATIAL[rank]
+        data, kernel = "NC" + _SPATIAL[rank], kernel_prefix + _SPATIAL[rank]
         dl, kl = a.get("data_layout") or data, a.get("kernel_layout") or kernel
         if a.get("out_layout") not in (None, dl) or a.get("out_dtype") not in (None,
                                                                              tys[0].dtype):
-            raise NotExportable("conv out_layout or out_dtype")
+            raise NotExportable(f"{op} out_layout or out_dtype")
         pad = list(a["padding"])
         pads = pad if len(pad) == 2 * rank else (pad * 2 if len(pad) == rank else pad * 2 * rank)
         x = _to_canonical(g, ins[0], dl, data)
         w = _to_canonical(g, ins[1], kl, kernel)
-        y = g.one("Conv", [x, w], {"strides": list(a["strides"]), "pads": pads,
-                                   "dilations": list(a["dilation"]),
-                                   "group": a.get("groups", 1)})
-        return [_from_canonical(g, y, dl, data)]
-    return OnnxOp(build=build, dtypes=ORT_FL)
-
-
-def _conv_transpose(rank):
-    def build(g, n, ins, tys):
-        a = n.attrs
-        data, kernel = "NC" + _SPATIAL[rank], "IO" + _SPATIAL[rank]
-        dl, kl = a.get("data_layout") or data, a.get("kernel_layout") or kernel
-        if a.get("out_layout") not in (None, dl) or a.get("out_dtype") not in (None,
-                                                                             tys[0].dtype):
-            raise NotExportable("conv_transpose out_layout or out_dtype")
-        pad = list(a["padding"])
-        pads = pad if len(pad) == 2 * rank else (pad * 2 if len(pad) == rank else pad * 2 * rank)
-        x = _to_canonical(g, ins[0], dl, data)
-        w = _to_canonical(g, ins[1], kl, kernel)
-        y = g.one("ConvTranspose", [x, w], {
-            "strides": list(a["strides"]), "pads": pads, "dilations": list(a["dilation"]),
-            "group": a.get("groups", 1), "output_padding": list(a.get("output_padding")
-                                                                 or [0] * rank)})
+        attrs = {"strides": list(a["strides"]), "pads": pads, "dilations": list(a["dilation"]),
+                 "group": a.get("groups", 1)}
+        if transpose:
+            attrs["output_padding"] = list(a.get("output_padding") or [0] * rank)
+        y = g.one(op, [x, w], attrs)
         return [_from_canonical(g, y, dl, data)]
     return OnnxOp(build=build, dtypes=ORT_FL)
 
@@ -870,7 +856,7 @@ EXPORTERS: dict[str, OnnxOp] = {
     "relax.triu": _trilu(True), "relax.one_hot": OnnxOp(build=_one_hot, since=11),
     # nn
     **{f"relax.nn.conv{r}d": _conv(r) for r in (1, 2, 3)},
-    **{f"relax.nn.conv{r}d_transpose": _conv_transpose(r) for r in (1, 2, 3)},
+    **{f"relax.nn.conv{r}d_transpose": _conv(r, transpose=True) for r in (1, 2, 3)},
     **{f"relax.nn.max_pool{r}d": _pool("MaxPool", r) for r in (1, 2, 3)},
     **{f"relax.nn.avg_pool{r}d": _pool("AveragePool", r) for r in (1, 2, 3)},
     **{f"relax.nn.adaptive_avg_pool{r}d": _adaptive(r) for r in (1, 2, 3)},
