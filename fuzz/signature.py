@@ -359,6 +359,9 @@ def _numeric_root(key: str) -> str:
     return key
 
 
+_DTYPE_WORD = re.compile(r"\b(?:b?float|u?int)\d+\b|\bbool\b")
+
+
 def bug_key(outcome: Outcome | dict) -> str:
     """The root-cause key of a failing outcome (an ``Outcome`` or its stored JSON): what a
     signature says minus what varies between findings of one bug (the throw site's line, the
@@ -419,6 +422,11 @@ def bug_key(outcome: Outcome | dict) -> str:
             # missing lowering of a math intrinsic, whichever the program reaches first (not
             # TVM's own builtins, tvm_call_packed & co., which are other bugs).
             msg = _UNRESOLVED_MATH.sub("Unresolved call Op(tirx.<math intrinsic>)", msg)
+            if outcome.get("stage") == "import" and (outcome.get("extra") or {}).get(
+                    "converter"):
+                # An ONNX converter refusing a dtype ("dtype mismatch between input (int64)
+                # and attribute"): one converter's one defect, whichever dtype met it.
+                msg = _DTYPE_WORD.sub("<dtype>", msg)
             parts.append(f"{outcome.get('error_type', '')}: {msg}".lstrip(": "))
         if CODEGEN_REFUSAL not in msg:
             parts.append(_offending_op(outcome))

@@ -18,6 +18,8 @@ status never hides a finding that nothing explains. This module imports nothing 
 """
 from __future__ import annotations
 
+import re
+
 from typing import TYPE_CHECKING, Iterable, Optional
 
 from .signature import CODEGEN_REFUSAL, bug_key, outcome_fields
@@ -222,19 +224,33 @@ def known_reason(prog, outcome: Outcome | dict) -> Optional[str]:
 
 # --- expected refusals of near-valid mutants -----------------------------------------------
 # A target's stated limits: a compile-only GPU variant asked for what the target has not.
+# (target kind, what its refusal says (a regex on the message and throw site), why)
+_WGSL = ("WebGPU's shading language (WGSL) has no 64-bit integer or float types (nor 8-bit "
+         "ones), and TVM's WebGPU codegen and its int32 index narrowing refuse them: the "
+         "target's limit, not a bug")
 _TARGET_LIMITS = (
-    ("webgpu", "CodeGenWebGPU: do not support",
-     "WebGPU's shading language (WGSL) has no 64-bit integer or float types, and TVM's WebGPU "
-     "codegen refuses them: the target's limit, not a bug"),
+    ("webgpu", r"CodeGenWebGPU: (?:do not|only) support", _WGSL),
+    ("webgpu", r"force_narrow_index_to_i32|exceeds range of int32", _WGSL),
 )
+# The ONNX importer's stated refusals of what it cannot know at import time (a symbolic dim
+# it would have to prove 1, or broadcast against a constant): a documented limit with a clear
+# message, not a wrong import.
+_IMPORT_LIMITS = re.compile(r"cannot be proven to be \d+ at import time|"
+                            r"Cannot broadcast symbolic dimension .* unknown at compile time")
 
 
 def target_limit(outcome: dict) -> Optional[str]:
-    """Why a failure is a target's stated limit (a program using what the target lacks)."""
+    """Why a failure is a target's stated limit (a program using what the target lacks), or
+    the ONNX importer's stated limit on symbolic dims."""
+    text = f"{outcome.get('message') or ''} @ {outcome.get('throw_site') or ''}"
+    if outcome.get("stage") == "import" and _IMPORT_LIMITS.search(text):
+        return ("the ONNX importer's stated limit: it refuses, with a clear message, a "
+                "symbolic dim it cannot resolve at import time (onnxruntime resolves it at run "
+                "time); not a wrong import")
     target = ((outcome.get("extra") or {}).get("variant") or {}).get("target") or {}
     kind_of_target = target.get("kind") if isinstance(target, dict) else str(target)
     for kind, says, why in _TARGET_LIMITS:
-        if kind_of_target == kind and says in (outcome.get("message") or ""):
+        if kind_of_target == kind and re.search(says, text):
             return why
     return None
 

@@ -446,3 +446,19 @@ def test_a_wrong_output_returned_through_a_helper_is_named_by_its_op():
     prog = Program([main, helper], "main", {})
     assert [numeric_key(prog, i) for i in range(3)] == \
         ["relax.sin:float32", "relax.negative:float32", "param"]
+
+
+def test_an_onnx_converter_refusing_a_dtype_is_one_bug_whatever_the_dtype():
+    """Campaign seed 110000: EyeLike's converter refused int64, float32 and float64 inputs
+    with the dtype in the message: three bug keys for one converter's one defect."""
+    base = {"verdict": "fail", "kind": "crash", "stage": "import", "error_type": "ValueError",
+            "extra": {"converter": "EyeLike._impl_v9"}}
+    keys = {bug_key(dict(base, message=f"dtype mismatch between input ({d}) and attribute (1)"))
+            for d in ("int64", "float32", "float64")}
+    assert len(keys) == 1, keys
+    typed = dict(base, kind="shape_inference", extra={})   # no converter named: the
+    assert len({bug_key(dict(typed, message=f"output 0: declared dtype {d}, onnxruntime "
+                             "gives float32")) for d in ("int64", "float64")}) == 2   # dtypes say which
+    build = dict(base, stage="build")   # elsewhere a dtype in a message stays: other bugs
+    assert len({bug_key(dict(build, message=f"no lowering for {d}"))
+                for d in ("int64", "float32")}) == 2

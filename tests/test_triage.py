@@ -635,3 +635,44 @@ def test_vectorized_alloc_reads_what_a_vectorized_loop_holds():
 
     assert not vectorized_alloc(tvm.IRModule({"main": plain}))
     assert vectorized_alloc(tvm.IRModule({"main": shared}))
+
+
+def test_siblings_met_in_campaign_110000_are_their_known_bugs_or_expected():
+    """Campaign seed 110000 filed as new what known entries and stated limits explain:
+    variance and std of integers legalize to another dtype, as mean does (checked:
+    variance(uint8) -> int64, std(int64) -> float32); eye_like's ignored dtype seen by
+    bitwise_not ("Expected integer or boolean argument for ~ operator"); WebGPU refusing
+    float64 and int64 indices; the ONNX importer refusing a symbolic dim it cannot resolve."""
+    mismatch = {"verdict": "fail", "kind": "crash", "stage": "build", "error_type": "TypeError",
+                "message": "Binary operators must have the same datatype for both operands."}
+    for op, dt in (("relax.variance", "uint8"), ("relax.std", "int64")):
+        status, why = auto_status(one_op(op, dt), mismatch)
+        assert status == KNOWN and "std of an integer tensor" in why, (op, why)
+    assert auto_status(one_op("relax.variance", "float32"), mismatch)[0] == NEW
+
+    t = TensorTy([2, 6], "float32")
+    eye = Program([Function("main", [Param("x", t)], [Block(True, [
+        Node("e", "relax.eye_like", ["x"], {"dtype": "int8", "k": 7}, TensorTy([2, 6], "int8")),
+        Node("n", "relax.bitwise_not", ["e"], {}, TensorTy([2, 6], "int8"))])], "n")],
+        "main", {"mode": "valid", "seed": 4})
+    o = dict(mismatch, error_type="InternalError", message="Check failed: (...) is false: "
+             "Expected integer or boolean argument for ~ operator (bitwise NOT), but received x")
+    assert auto_status(eye, o)[0] == KNOWN
+
+    webgpu = {"target": {"kind": "webgpu"}, "pipeline": "target"}
+    for message, site in (("Check failed: (t.bits() == 16 || t.bits() == 32) is false: "
+                           "CodeGenWebGPU: only support f16 or f32", ""),
+                          ("The buffer buf allocated in the function has dtype T.int64.",
+                           "src/tirx/transform/force_narrow_index_to_i32.cc:83")):
+        o = dict(mismatch, error_type="InternalError", message=message, throw_site=site,
+                 extra={"variant": webgpu})
+        assert auto_status(one_op("relax.exp", "float32"), o)[0] == EXPECTED, message
+        o["extra"] = {"variant": {"target": {"kind": "opencl"}}}
+        assert auto_status(one_op("relax.exp", "float32"), o)[0] == NEW
+
+    imp = dict(mismatch, stage="import", error_type="ValueError",
+               message="Squeeze axis 2 has a symbolic extent that cannot be proven to be 1 at "
+                       "import time; only statically known unit-size axes can be squeezed.")
+    assert auto_status(one_op("relax.exp", "float32"), imp)[0] == EXPECTED
+    imp["message"] = "Node cannot handle ShapeExpr inputs."
+    assert auto_status(one_op("relax.exp", "float32"), imp)[0] == NEW

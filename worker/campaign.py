@@ -303,11 +303,14 @@ class Stats:
     # invalid near-valid mutants: TVM refused to construct them (an edge attribute out of
     # range, an annotation inference rejects), which is the refusal intended, not a defect
     refused_mutants: int = 0
+    # invalid ONNX cases whose program has no ONNX form at the case's opset (not_exportable)
+    not_exportable: int = 0
 
     def add(self, prog, outcome: Outcome) -> None:
         v = outcome.verdict
         self.verdicts[v] += 1
         self.refused_mutants += v == "invalid" and prog.meta.get("mode") == "near-valid"
+        self.not_exportable += v == "invalid" and outcome.kind == "not_exportable"
         self.irs[prog.ir] += 1
         self.ops.update(prog.ops())
         steps = outcome.extra.get("schedule") or []
@@ -376,6 +379,7 @@ class Stats:
                 "new_bugs": sum(g["status"] == "new" for g in self.bug_list()),
                 "validity": round(1 - self.verdicts["invalid"] / n, 4) if n else 1.0,
                 "refused_mutants": self.refused_mutants,
+                "not_exportable": self.not_exportable,
                 "op_coverage": f"{len(self.ops)}/{self.catalogue_size}",
                 "cases_by_ir": dict(self.irs),
                 "schedule_primitives": {p: {"cases": c, "findings": f}
@@ -665,8 +669,10 @@ def _summarize(out_dir: Path, stats: Stats, plan: SeedPlan, start: int, echo,
     v = stats.verdicts
     echo(f"{stats.cases} cases in {snap['t']:.0f}s ({snap['cases_per_s']}/s): pass {v['pass']}, "
          f"fail {v['fail']}, invalid {v['invalid']} (generator defects "
-         f"{v['invalid'] - stats.refused_mutants}, near-valid mutants TVM refused to construct "
-         f"{stats.refused_mutants}), "
+         f"{v['invalid'] - stats.refused_mutants - stats.not_exportable}, near-valid mutants "
+         f"TVM refused to construct {stats.refused_mutants}"
+         + (f", ONNX cases with no ONNX form {stats.not_exportable}" if stats.not_exportable
+            else "") + "), "
          f"rejected (mutants both verifier and build refuse) {v['rejected']}")
     if len(stats.irs) > 1 or set(stats.irs) - {"relax"}:
         echo("cases by IR: " + ", ".join(f"{k} {n}" for k, n in sorted(stats.irs.items())))

@@ -352,11 +352,14 @@ def judge_module(mod, source, variants: list, near_valid: bool = False,
 def _build_failure(e: BaseException, v: Variant, wf: bool, near_valid: bool, watch,
                    steps: list) -> Outcome:
     """What a failed build of a Relax module is."""
-    if str(e).startswith("nvcc refused"):
-        if "nvcc fatal" in str(e):
+    compiler = str(e).split("Compilation error:", 1)[1] if "Compilation error:" in str(e) \
+        else None   # nvcc's output after TVM's CUDA source (worker.variants.nvcc_for)
+    if compiler is not None and v.kind == "cuda":
+        fatal = [ln.strip() for ln in compiler.splitlines() if "nvcc fatal" in ln]
+        if fatal:
             # This nvcc cannot compile for the arch asked (CUDA 13 has no sm_50): the
             # machine's toolchain, not TVM.
-            return Outcome("invalid", "environment", "build", "RuntimeError", str(e))
+            return Outcome("invalid", "environment", "build", type(e).__name__, fatal[0])
         return _fail("build", e, kind="crash", extra={"failing_pass": "nvcc"})
     if not wf:
         # Verifier and build agree the module is wrong: a mutant's expected end.

@@ -78,12 +78,15 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
              # dtype None: full_like keeps its input's dtype, which the symptom says was bool
              when=lambda a: a.get("dtype") in ("bool", None)
              and a.get("fill_value", 0) not in (0, 1, True, False)),
-    KnownBug(("relax.mean",), ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"),
+    KnownBug(("relax.mean", "relax.variance", "relax.std"),
+             ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"),
              r"Binary operators must have the same datatype|all inputs must have the same "
              r"dtype|tensor_a has different data type",
-             "mean of an integer tensor infers the input's dtype but legalizes to an int64 "
-             "result, so an op consuming it fails re-inference in LegalizeOps (checked: "
-             "LegalizeOps turns mean(int8[6]) into call_tir(..., out_ty=R.Tensor((), int64)))",
+             "mean, variance and std of an integer tensor infer the input's dtype but legalize "
+             "to another (mean and variance to int64, std to float32), so an op consuming "
+             "them fails re-inference in LegalizeOps (checked: LegalizeOps turns "
+             "mean(int8[6]) into call_tir(..., out_ty=R.Tensor((), int64)), variance(uint8) "
+             "into int64 and std(int64) into float32; campaign seed 110000)",
              what=("build",)),
     KnownBug(("relax.nn.pixel_shuffle",), ("*",), r"has no attribute 'pixel_shuffle'",
              "legalization calls topi.nn.pixel_shuffle, which tvm.topi.nn does not export"),
@@ -135,7 +138,8 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
              "instead of 0. Matched by op alone: the trigger is in the input shapes",
              what=("numeric",)),
     KnownBug(("relax.eye_like",), ("*",), r"requires the input (?:tensor|data) to have|"
-             r"Expected (?:integer|boolean) argument|Binary operators must have the same datatype|"
+             r"Expected (?:integer|boolean)(?: or boolean)? argument|"
+             r"Binary operators must have the same datatype|"
              r"requires the input indices to have integer dtype|"
              r"all inputs must have the same dtype",
              "eye_like ignores its dtype when legalized (the result keeps the input's dtype), "
