@@ -199,3 +199,15 @@ def test_a_segfault_inside_a_schedule_primitive_names_the_step():
     assert out.extra["failing_step"] == bug["steps"][1]
     assert out.extra["schedule"] == bug["steps"]    # what a replay must apply, in order
     assert any("loop_partition" in f for f in out.extra["python_stack"])
+
+
+def test_a_death_after_the_schedule_records_the_steps_applied():
+    """A case that died running its scheduled code keeps the steps its breadcrumb recorded,
+    so the campaign freezes them (campaign seed 110000's run-stage deaths had none)."""
+    from worker.sandbox_runner import outcome_from_result
+
+    steps = [{"prim": "split", "func": "main"}, {"prim": "blockize", "func": "main"}]
+    o = outcome_from_result({"status": "signal", "signal_name": "SIGSEGV",
+                             "where": {"stage": "run", "steps": steps}})
+    assert o.kind == "signal" and o.stage == "run" and o.extra["schedule"] == steps
+    assert "failing_step" not in o.extra

@@ -52,6 +52,10 @@ def outcome_from_result(res: dict, target: str = "llvm") -> Outcome:
         if where.get("step"):
             extra["failing_step"] = where["step"]
             extra["schedule"] = list(where.get("steps") or []) + [where["step"]]
+        elif where.get("steps"):
+            # Died after the schedule (while building or running the scheduled code): the
+            # steps applied, so the campaign freezes them and triage can read them.
+            extra["schedule"] = list(where["steps"])
     stack = python_stack(res.get("stderr_tail", ""))
     if stack:
         extra["python_stack"] = stack
