@@ -457,7 +457,8 @@ def write_outputs(red, variants: Optional[list] = None, affected: Optional[dict]
 
         if red.script:
             w.write("case.py", red.script)   # the module TVM imported
-        w.write("repro.py", onnx_repro_text(program, red.outcome, variants), mode=0o755)
+        w.write("repro.py", onnx_repro_text(program, red.outcome, variants,
+                                            red.repro.get("schedule_traces")), mode=0o755)
     elif red.script and program is not None and program.ir == "tir":
         from .tir_repro import tir_repro_text
 

@@ -261,7 +261,8 @@ def repro_text(script: str, outcome: Outcome, program: Optional[Program] = None,
 
 
 def onnx_repro_text(program: Program, outcome: Outcome,
-                    variants: Optional[list] = None) -> str:
+                    variants: Optional[list] = None,
+                    schedule_traces: Optional[dict] = None) -> str:
     """repro.py of an ONNX finding (``fuzz.model.OnnxProgram``): the model built with
     onnx.helper (``fuzz.onnx_export.model_source``), onnxruntime's outputs as the reference,
     TVM's import with the case's options, then the Relax reproducer's own build, run and
@@ -274,5 +275,6 @@ def onnx_repro_text(program: Program, outcome: Outcome,
     model = export(program, opts, arrays)
     fed = feeds(program, opts, arrays)
     return repro_text(model_source(model), outcome, program, variants,
+                      schedule_traces=schedule_traces,
                       onnx={"feeds": list(fed), "arrays": list(fed.values()),
                             "options": opts.to_json()})

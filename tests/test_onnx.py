@@ -317,3 +317,28 @@ def test_an_export_onnxruntime_disagrees_with_numpy_on_is_invalid(monkeypatch):
     t = TensorTy([3], "float32")
     o = _judge(_one([Node("v1", "relax.exp", ["a"], {}, t)], [Param("a", t)], "v1"), opset=18)
     assert (o.verdict, o.kind, o.stage) == ("invalid", "onnx_disagrees", "onnxruntime")
+
+
+def test_a_scheduled_onnx_finding_reproduces_with_its_schedule(tmp_path):
+    """Campaign seed 110000 (ed5eca79825c): an ONNX case built by a Relax `scheduled` variant
+    meets loop_partition's multiply-defined variable. Its repro.py had no schedule to replay
+    ("no trace was taken": the trace job materialized the program model, not the module TVM
+    imported). The trace is now taken on the imported module and repro.py reproduces."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tvmfuzz.cli import main
+
+    case = Path(__file__).parent / "data" / "onnx_scheduled_loop_partition.json"
+    prog = Program.from_json(json.loads(case.read_text()))
+    assert any(v.get("pipeline") == "scheduled" for v in prog.meta["variants"])
+    assert main(["report", str(case), "--out", str(tmp_path / "r"), "--no-bisect",
+                 "--no-jail"]) == 0
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    r = subprocess.run([sys.executable, str(tmp_path / "r" / "repro.py")], cwd=tmp_path,
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "loop_partition" in r.stdout

@@ -89,7 +89,14 @@ def _schedule_trace(job: dict) -> dict:
     from worker import tir_schedule as TS
     from worker import variants as V
 
-    if job.get("program") is not None:
+    if job.get("program") is not None and job["program"].get("kind") == "onnx":
+        from fuzz.model import Program
+        from worker.onnx_judge import imported_module
+
+        # An ONNX case's module is what TVM's importer made of it, not the program model
+        prog = Program.from_json(job["program"])
+        mod = imported_module(prog, prog.meta.get("seed") or 0)
+    elif job.get("program") is not None:
         from fuzz.materialize import materialize
         from fuzz.model import Program
 
