@@ -69,11 +69,18 @@ def test_run_campaign_lists_failures_and_saves_cases(tmp_path, capsys):
     kept = sum(v for k, v in summary["verdicts"].items() if k in ("fail", "invalid"))
     assert len(saved) == kept
     # invalid near-valid mutants are counted apart from generator defects
-    refused = [p for p in saved
-               if json.loads(p.with_name(p.stem + ".outcome.json").read_text())["verdict"]
-               == "invalid" and json.loads(p.read_text())["meta"].get("mode") == "near-valid"]
+    def outcome_of(p):
+        return json.loads(p.with_name(p.stem + ".outcome.json").read_text())
+
+    invalid = [p for p in saved if outcome_of(p)["verdict"] == "invalid"]
+    refused = [p for p in invalid if json.loads(p.read_text())["meta"].get("mode") == "near-valid"]
+    unexportable = [p for p in invalid if outcome_of(p)["kind"] == "not_exportable"
+                    and p not in refused]
     assert summary["refused_mutants"] == len(refused)
-    assert f"near-valid mutants TVM refused to construct {len(refused)})" in printed
+    assert summary["not_exportable"] == len(unexportable)
+    assert f"near-valid mutants TVM refused to construct {len(refused)}" in printed
+    defects = len(invalid) - len(refused) - len(unexportable)
+    assert f"invalid {len(invalid)} (generator defects {defects}," in printed
     for s in summary["signatures"]:
         assert f"{s['count']:4d}  {short(s['signature'], 200)}" in printed
     # signatures grouped into bugs, each with a status; new bugs first

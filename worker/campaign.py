@@ -309,8 +309,9 @@ class Stats:
     def add(self, prog, outcome: Outcome) -> None:
         v = outcome.verdict
         self.verdicts[v] += 1
-        self.refused_mutants += v == "invalid" and prog.meta.get("mode") == "near-valid"
-        self.not_exportable += v == "invalid" and outcome.kind == "not_exportable"
+        mutant = prog.meta.get("mode") == "near-valid"
+        self.refused_mutants += v == "invalid" and mutant
+        self.not_exportable += v == "invalid" and not mutant and outcome.kind == "not_exportable"
         self.irs[prog.ir] += 1
         self.ops.update(prog.ops())
         steps = outcome.extra.get("schedule") or []
