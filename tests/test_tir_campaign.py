@@ -327,3 +327,18 @@ def test_a_local_read_before_it_is_written_shows_under_the_stack_painter():
     got = json.loads(r.stdout.strip().splitlines()[-1])
     assert all(a == b for a, b in got), got          # each value gives one result, again
     assert len({a for a, _ in got}) > 1, got         # and the result depends on the value
+
+
+def test_a_local_read_before_it_is_written_is_judged_the_same_every_run():
+    """The judge's plain run of a TIR kernel paints the stack first (FIRST_PAINT): the
+    uninitialized local cache of 0aaeb5305755 reads the same value in every run and every
+    sandbox child, so every replay finds it (the full suite once saw 1 replay in 3 find it,
+    and `tvmfuzz report` then refused the case as unstable)."""
+    from pathlib import Path
+
+    from worker.replay import replay_file
+
+    r = replay_file(Path(__file__).parent / "data" / "tir_cache_write_uninit_local.json",
+                    times=4, jail=False)
+    assert r["verdict"] == "fail" and r["kind"] == "numeric", r["message"]
+    assert r["reproduced"] == 4, r["signatures"]

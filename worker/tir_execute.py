@@ -19,7 +19,7 @@ from typing import Optional
 
 from . import breadcrumb
 from .execute import Outcome, _fail, pass_watch
-from .uninit import painter, reads_uninitialized
+from .uninit import FIRST_PAINT, painter, painter_or_none, reads_uninitialized
 from .variants import Variant, tvm_target
 
 TIR_STAGES = ("render", "parse", "verify", "schedule", "passes", "build", "run", "reference",
@@ -430,17 +430,20 @@ def _run_call_tir(built, prog, inputs: dict, outs: list) -> dict:
 
 def _run(built, prog, inputs: dict, paint: Optional[float] = None) -> dict:
     """Run the built PrimFunc on copies of ``inputs``; ``paint``: a value the stack painter
-    (worker/uninit.py) leaves where the kernel's locals go, just before the kernel runs."""
+    (worker/uninit.py) leaves where the kernel's locals go, just before the kernel runs
+    (default ``FIRST_PAINT``, so a local read before it is written reads the same in every
+    run; where no painter can be built, a plain run)."""
     import tvm
 
     arrays = {p.name: tvm.runtime.tensor(inputs[p.name]) for p in prog.params
               if p.name in inputs}
     args = [arrays[p.name] for p in prog.params if p.name in arrays]
     kernel = built[prog.name]
-    if paint is None:
+    paint_with = painter() if paint is not None else painter_or_none()
+    if paint_with is None:
         kernel(*args)
     else:
-        painter()(paint, kernel, args)
+        paint_with(FIRST_PAINT if paint is None else paint, kernel, args)
     return {k: a.numpy() for k, a in arrays.items()}
 
 
