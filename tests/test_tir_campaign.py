@@ -339,6 +339,6 @@ def test_a_local_read_before_it_is_written_is_judged_the_same_every_run():
     from worker.replay import replay_file
 
     r = replay_file(Path(__file__).parent / "data" / "tir_cache_write_uninit_local.json",
-                    times=4, jail=False)
+                    times=4)
     assert r["verdict"] == "fail" and r["kind"] == "numeric", r["message"]
     assert r["reproduced"] == 4, r["signatures"]
