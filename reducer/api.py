@@ -369,13 +369,14 @@ def reduce_script(text: str, *, signature: Optional[str] = None,
                         Path(out_dir) / "slippage" if out_dir else None)
         # A large module takes long to parse: its runs get a limit that grows with it.
         limit = _size_timeout(timeout)
-        oracle.timeout = limit(script_bindings(text))
+        before = script_bindings(text)   # a full parse of the text: once, 0.8 s at 20k
+        oracle.timeout = limit(before)
         first = _check_start(oracle, "TVMScript file", text, signature, interesting, log)
         oracle.target_sig = first.signature if first is not None else signature or ""
         from .hints import op_hints
 
         progress = _Progress(writer, PARTIAL + "case.py", subject.text)
-        if split and script_bindings(text) >= SPLIT_FROM:
+        if split and before >= SPLIT_FROM:
             # Cut big slices first, each round from one parse in the sandbox (reducer.split).
             split = Split(oracle, pool, timeout_for=limit, hints=op_hints(first),
                           names=message_names(first), near_valid=near_valid, width=pool.size,
@@ -386,9 +387,10 @@ def reduce_script(text: str, *, signature: Optional[str] = None,
             split = None
         # The time limit of the state the passes start from (its outcome is cached when the
         # split reached it).
+        start_limit = limit(script_bindings(text) if split is not None else before)
         oracle.timeout = _candidate_timeout(oracle.outcomes.get(sha256(text), first),
-                                            limit(script_bindings(text)))
-        session = IRSession(pool, limit(script_bindings(text)), near_valid, op_hints(first))
+                                            start_limit)
+        session = IRSession(pool, start_limit, near_valid, op_hints(first))
         driver = Driver(oracle.test, script_smaller, width=pool.size, log=log,
                         on_accept=progress,
                         deadline=None if time_budget is None else t0 + time_budget,
@@ -397,16 +399,15 @@ def reduce_script(text: str, *, signature: Optional[str] = None,
         if split is not None and split.interrupted:
             best, cancelled, how = text, True, "split"
         else:
-            start, how = _canonical_start(pool, oracle, text, limit(script_bindings(text)),
-                                          near_valid)
+            start, how = _canonical_start(pool, oracle, text, start_limit, near_valid)
             log(f"starting from the {how} module")
             if how == "printed":
                 best, cancelled = _run(driver, start, ir_passes_for(session), max_rounds, log)
             else:
                 best, cancelled = _line_reduce(start, oracle, driver, log), False
         outcome = _final_outcome(oracle, best, first, interesting)
-        stats = _stats(oracle, driver, t0, cancelled, script_bindings(original),
-                       script_bindings(best), script_bindings(best))
+        after = script_bindings(best)
+        stats = _stats(oracle, driver, t0, cancelled, before, after, after)
         stats.update(start=how, **{k: v for k, v in session.stats.items()})
         if split is not None:
             stats.update(split.stats)
