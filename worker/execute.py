@@ -438,30 +438,31 @@ def _guilty_step(mod, source, v: Variant, args, expected, steps: list, workdir):
     right one (the finding then depends on more than the steps)."""
     from .schedule_steps import apply_schedule, guilty_step, vectorized_alloc
 
+    scheduled: dict = {}   # k -> the module the first k steps made, of each wrong prefix
+
     def wrong(k: int) -> bool:
+        made = []
+
+        def schedule(m):
+            made.append(apply_schedule(m, steps[:k]))
+            return made[-1]
+
         try:
-            ex = build(mod, v, schedule=lambda m: apply_schedule(m, steps[:k]))
+            ex = build(mod, v, schedule=schedule)
             vm = load_vm(ex, v, workdir)
-            return bool(source.differs(expected, _rerun(source, vm, args, v)))
+            bad = bool(source.differs(expected, _rerun(source, vm, args, v)))
         except Exception:  # noqa: BLE001 - a prefix that does not build or run says nothing
             return False
+        if bad:
+            scheduled[k] = made[-1]
+        return bad
 
     step = guilty_step(steps, wrong)
-    if step is not None and step.get("prim") == "vectorize":
+    if step is not None and step.get("prim") == "vectorize" and scheduled:
         # What the vectorized loop holds decides whether it is the known shared-lane defect
-        # (fuzz.triage reads it): the module the legalized PrimFuncs become up to that step.
-        captured = []
-
-        def keep(m):
-            captured.append(apply_schedule(m, steps[:steps.index(step) + 1]))
-            raise RuntimeError("captured")   # the rest of the build is not needed
-
-        try:
-            build(mod, v, schedule=keep)
-        except Exception:  # noqa: BLE001 - the module was captured, or cannot be
-            pass
-        if captured:
-            step = dict(step, vectorized_alloc=vectorized_alloc(captured[-1]))
+        # (fuzz.triage reads it): the module of the shortest wrong prefix, which ends with
+        # the guilty step.
+        step = dict(step, vectorized_alloc=vectorized_alloc(scheduled[min(scheduled)]))
     return step
 
 
