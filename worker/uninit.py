@@ -64,10 +64,12 @@ def reads_uninitialized(rerun: Callable[[], object], first,
         mallopt(M_PERTURB, 0)
 
 
-@functools.lru_cache(maxsize=1)
 def painter():
-    """This process's stack painter (built once)."""
-    return stack_painter()
+    """This process's stack painter (built once); raises where it cannot be built."""
+    paint = painter_or_none()
+    if paint is None:
+        raise RuntimeError("no stack painter on this TVM")
+    return paint
 
 
 # What the judge's plain runs of a TIR kernel leave on the stack first: a kernel that reads a
