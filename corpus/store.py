@@ -243,13 +243,10 @@ def _bucket_for(db: sqlite3.Connection, sig: str, key: str) -> str:
 
     A signature's first bucket has the id ``signature_id(sig)``. A finding with the same
     signature and another bug key (a known bug's sibling next to a new one, two unrelated
-    segfaults) is another root cause: its own bucket, ``cause_id(sig, key)``, so the
+    segfaults) is another root cause: its own bucket (``cause_id``), so the
     representative of one bucket never decides the status of the other's cases."""
-    bid = signature_id(sig)
-    row = db.execute("SELECT bug_key FROM buckets WHERE id=?", (bid,)).fetchone()
-    if row is None or row[0] in ("", key):
-        return bid
-    return cause_id(sig, key)
+    row = db.execute("SELECT bug_key FROM buckets WHERE id=?", (signature_id(sig),)).fetchone()
+    return cause_id(sig, key, row[0] if row else None)
 
 
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {0: _v0_to_v1, 1: _v1_to_v2}

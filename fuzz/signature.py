@@ -453,7 +453,11 @@ def signature_id(sig: str) -> str:
     return hashlib.sha1(sig.encode()).hexdigest()[:12]
 
 
-def cause_id(sig: str, key: str) -> str:
-    """The id of a second root cause behind signature ``sig`` (bug key ``key``): the first
-    cause met keeps ``signature_id(sig)`` (corpus buckets, smoke's findings)."""
+def cause_id(sig: str, key: str, first_key: Optional[str]) -> str:
+    """The id of the finding with signature ``sig`` and bug key ``key``, one per root cause
+    (corpus buckets, smoke's findings): ``signature_id(sig)`` for the first cause met behind
+    the signature (``first_key``: its key, None or "" when none is yet), another id for a
+    second cause."""
+    if not first_key or first_key == key:
+        return signature_id(sig)
     return signature_id(f"{sig}\n{key}")

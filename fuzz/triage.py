@@ -260,8 +260,9 @@ def expected_reason(prog, outcome: Outcome | dict) -> Optional[str]:
     stated limit), or None."""
     outcome = outcome_fields(outcome)
     kind, stage = outcome.get("kind"), outcome.get("stage")
-    if kind in ("crash", "verifier_build") and target_limit(outcome):
-        return target_limit(outcome)
+    limit = target_limit(outcome) if kind in ("crash", "verifier_build") else None
+    if limit:
+        return limit
     if not is_near_valid(prog) or not (kind == "verifier_build" or
                                        (kind == "crash" and stage == "materialize")):
         return None   # (a mutant's op refused while the module is being constructed: crash)

@@ -119,9 +119,9 @@ def run_smoke(budget_s: float, out_dir: Path, seed: int = 0, cases: Optional[int
             for prog, outcome in zip(progs, runner.run_many(progs)):
                 if outcome.verdict != "fail":
                     continue
-                sid, key = signature_id(outcome.signature), root_key(prog, outcome)
-                if sid in found and found[sid]["bug_key"] != key:
-                    sid = cause_id(outcome.signature, key)   # another root cause: as the corpus
+                key = root_key(prog, outcome)
+                first = found.get(signature_id(outcome.signature))
+                sid = cause_id(outcome.signature, key, first and first["bug_key"])   # as the corpus
                 if sid not in found:
                     stem = save_case(out_dir, prog, outcome, runner.scripts([prog])[0])
                     status, why = auto_status(prog, outcome)
