@@ -266,9 +266,6 @@ def pipeline_for(variant, target, schedule=None):
         from tvm.s_tir import dlight as dl
 
         rules = [getattr(dl.gpu, r)() for r in variant.get("dlight") or ["Fallback"]]
-        legalize = [relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(),
-                    relax.transform.FoldConstant(), relax.transform.FuseOps(),
-                    relax.transform.FuseTIR(), dl.ApplyDefaultSchedule(*rules)]
         # The target's default pipeline with these rules in place of its own list. Its
         # backend module directly: 0.27's relax.pipeline.dataflow_lower_passes asks
         # relax.backend.cuda for a name that package does not export (AttributeError).
@@ -276,6 +273,8 @@ def pipeline_for(variant, target, schedule=None):
 
         backend = importlib.import_module("tvm.relax.backend." + (
             "cuda.pipeline" if target.kind.name == "cuda" else "gpu_generic.pipeline"))
+        legalize = [p for p in backend.legalize_passes(target)
+                    if p.info.name != "ApplyDefaultSchedule"] + [dl.ApplyDefaultSchedule(*rules)]
         pipeline = tvm.transform.Sequential(
             backend.library_dispatch_passes(target) + legalize
             + backend.dataflow_lower_passes(target) + backend.finalize_passes(target))
