@@ -24,7 +24,7 @@ from worker.user_input import InputError, case_problem, read_input
 
 from .ddmin import Cancelled, Driver
 from .oracle import CaseSubject, Oracle, ScriptSubject, sha256
-from .output import OutDir
+from .output import PARTIAL, OutDir
 from .passes import registry
 from .passes.model import size as MS
 from .passes.model.context import ModelContext
@@ -54,6 +54,11 @@ class Reduction:
     # For repro.py: "module_json" (the module itself, where its printout does not parse back
     # to it), "schedule_traces" (the schedule a "scheduled" variant applied, as TVM's trace)
     repro: dict = field(default_factory=dict)
+
+    def stats_json(self) -> str:
+        """reduce.json: how the reduction went."""
+        return json.dumps({"kind": self.kind, "signature": self.signature, **self.stats,
+                           "slippage_saved": self.slippage}, indent=1, default=str)
 
 
 # --- inputs ---------------------------------------------------------------------------------
@@ -169,7 +174,6 @@ def _candidate_timeout(first: Optional[Outcome], timeout: float) -> float:
 
 
 # --- reductions -------------------------------------------------------------------------------
-PARTIAL = "partial."   # prefix of the best-so-far files; write_outputs removes them
 
 
 class _Progress:
@@ -568,11 +572,6 @@ def _stats(oracle: Oracle, driver: Driver, t0: float, cancelled: bool, before: i
             "script_bindings_after": script_after,
             "per_pass": {k: {"candidates": v[0], "accepted": v[1], "no_progress": v[2]}
                          for k, v in driver.per_pass.items()}}
-
-
-def stats_json(red: Reduction) -> str:
-    return json.dumps({"kind": red.kind, "signature": red.signature, **red.stats,
-                       "slippage_saved": red.slippage}, indent=1, default=str)
 
 
 def report_input(kind: str, subject_value, *, out_dir: Path, timeout: float = 60.0,

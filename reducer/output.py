@@ -10,6 +10,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+PARTIAL = "partial."   # prefix of a reduction's best-so-far files; the final write removes them
+
 
 def _backup(path: Path) -> Path:
     n = 1

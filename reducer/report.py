@@ -9,6 +9,7 @@ from typing import Optional
 
 from fuzz.outcome import Outcome
 
+from .output import PARTIAL
 from .repro import failing_variants, repro_text, versions
 
 
@@ -479,11 +480,7 @@ def write_outputs(red, variants: Optional[list] = None, affected: Optional[dict]
                 mode=0o755)
     w.write("report.md", report_markdown(red, variants, affected))
     w.write("outcome.json", json.dumps(red.outcome.to_json(), indent=1, default=str))
-    from .api import stats_json
-
-    w.write("reduce.json", stats_json(red))
-    from .api import PARTIAL
-
+    w.write("reduce.json", red.stats_json())
     for name in ("case.json", "case.py"):   # the best so far, now written in full above
         (w.path / (PARTIAL + name)).unlink(missing_ok=True)
 
