@@ -676,3 +676,22 @@ def test_siblings_met_in_campaign_110000_are_their_known_bugs_or_expected():
     assert auto_status(one_op("relax.exp", "float32"), imp)[0] == EXPECTED
     imp["message"] = "Node cannot handle ShapeExpr inputs."
     assert auto_status(one_op("relax.exp", "float32"), imp)[0] == NEW
+
+
+def test_layer_norm_axes_out_of_order_through_negative_axes_are_the_known_bug():
+    """Campaign seed 120000 filed layer_norm with axes [-1, 1] of a 3-d tensor as new: that is
+    [2, 1], the known unsorted-axes bug (checked by hand: topi reads gamma[v1, v2] of a gamma
+    shaped (6, 3)). Axes in data order stay new."""
+    def norm(axes):
+        x, g = TensorTy([6, 3, 6], "float16"), TensorTy([6, 3] if axes[0] in (2, -1) else [3, 6],
+                                                      "float16")
+        return Program([Function("main", [Param("x", x), Param("g", g), Param("b", g)],
+                                 [Block(True, [Node("v1", "relax.nn.layer_norm", ["x", "g", "b"],
+                                                    {"axes": axes, "epsilon": 1e-5,
+                                                     "center": True, "scale": True}, x)])],
+                                 "v1")], "main", {"mode": "valid", "seed": 5})
+    o = {"verdict": "fail", "kind": "numeric", "stage": "compare",
+         "detail": "output 0 (float16): 150/180 differ", "message": "wrong result"}
+    for axes, want in (([-1, 1], KNOWN), ([2, 1], KNOWN), ([1, 2], NEW), ([-2, -1], NEW),
+                       ([1, -1], NEW)):
+        assert auto_status(norm(axes), o)[0] == want, axes

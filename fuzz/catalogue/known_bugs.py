@@ -16,6 +16,20 @@ if TYPE_CHECKING:
     from ..outcome import Outcome
 
 
+def _unsorted_axes(attrs: dict) -> bool:
+    """Are the axes out of data order? Negative axes count from the end, so [-1, 1] of a 3-d
+    tensor is [2, 1]: unsorted. ``_ndim`` (the first input's rank) is added by the matcher; where
+    it is unknown, a mix of signs may be either and counts as unsorted."""
+    axes = list(attrs.get("axes") or [])
+    ndim = attrs.get("_ndim")
+    if ndim is None:
+        if any(a < 0 for a in axes) and any(a >= 0 for a in axes):
+            return True
+    else:
+        axes = [a % ndim if ndim else a for a in axes]
+    return axes != sorted(axes)
+
+
 @dataclass(frozen=True)
 class KnownBug:
     ops: tuple          # Relax op names
@@ -24,7 +38,8 @@ class KnownBug:
                         # shape-rule problem "name: rule ..., TVM ...")
     note: str
     what: tuple = ("build", "run", "numeric", "materialize", "vm_load", "compare")
-    when: Optional[Callable[[dict], bool]] = None   # predicate over the node's attrs
+    when: Optional[Callable[[dict], bool]] = None   # predicate over the node's attrs (and
+    #                                                 "_ndim", its first input's rank, if known)
 
 
 KNOWN_TVM_BUGS: list[KnownBug] = [
@@ -177,7 +192,7 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
     KnownBug(("relax.nn.layer_norm",), ("*",), r"differ",
              "layer_norm with unsorted axes: relax shapes gamma/beta in axes order, topi indexes "
              "them in data order", what=("numeric",),
-             when=lambda a: list(a.get("axes", [])) != sorted(a.get("axes", []))),
+             when=lambda a: _unsorted_axes(a)),
     KnownBug(("relax.nn.rms_norm",), ("*",), r"Tensor dimension mismatch in read",
              "rms_norm over non-trailing axes, or over every axis, fails to build"),
     KnownBug(("relax.nn.rms_norm",), ("float64",), r"differ",
@@ -212,7 +227,11 @@ def explain(program, outcome: Outcome | dict):
             # bfloat16 elsewhere must not make a float32 topk "the bfloat16 sort bug".
             own = {getattr(t, "dtype", None) for t in [n.ty] + [tys.get(a) for a in n.args
                                                                   if isinstance(a, str)]}
-            bug = match(n.op, own - {None}, text or "", what, n.attrs)
+            first = tys.get(n.args[0]) if n.args and isinstance(n.args[0], str) else None
+            ndim = getattr(first, "ndim", None)
+            attrs = n.attrs if ndim is None or ndim < 0 or n.attrs is None \
+                else {**n.attrs, "_ndim": ndim}
+            bug = match(n.op, own - {None}, text or "", what, attrs)
             if bug:
                 return bug
     return None
