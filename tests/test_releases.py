@@ -78,6 +78,12 @@ def test_env_add_refuses_a_non_version_without_touching_disk(tmp_path):
     assert not home.exists()
 
 
+def test_env_add_with_an_unknown_frontend_fails_before_touching_disk(tmp_path):
+    r = tvmfuzz("env", "add", "0.25.0", "--with", "caffe", home=tmp_path / "h")
+    one_line_error(r, "--with caffe", "onnx")
+    assert not (tmp_path / "h").exists()
+
+
 def test_env_list_shows_the_default_release(tmp_path):
     r = tvmfuzz("env", "list", "--format", "json", home=tmp_path)
     assert r.returncode == 0, r.stderr
@@ -228,6 +234,25 @@ def test_campaign_on_an_older_release(home, tmp_path):
     buckets = json.loads(tvmfuzz("findings", "--corpus", tmp_path / "corpus", "--format", "json",
                                  "--buckets", home=home).stdout)   # the flat bucket list
     assert {b["tvm_version"] for b in buckets} <= {"0.25.0"}
+
+
+@pytest.mark.release
+def test_onnx_campaign_on_an_older_release(home, tmp_path):
+    """`tvmfuzz env add 0.25.0 --with onnx` puts the default release's onnx and onnxruntime in
+    that env, and `--ir onnx --env 0.25.0` imports, builds and runs ONNX cases there with
+    0.25's own `from_onnx`: most cases get a verdict other than invalid."""
+    r = tvmfuzz("env", "add", "0.25.0", "--with", "onnx", home=home, timeout=1800)
+    assert r.returncode == 0, r.stderr
+    assert "onnx" in json.loads((home / "envs" / "0.25.0" / "tvmfuzz-env.json").read_text())[
+        "frontends"]
+    out = tmp_path / "camp"
+    r = tvmfuzz("run", "--env", "0.25.0", "--time", "30s", "--out", out, "--targets", "llvm",
+                "--ir", "onnx", "--no-reduce", "--no-live", "--corpus", tmp_path / "corpus",
+                home=home, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    summary = json.loads((out / "summary.json").read_text())
+    cases, invalid = summary["cases"], summary["verdicts"].get("invalid", 0)
+    assert cases >= 5 and invalid <= cases * 0.3, summary
 
 
 def _row(version):

@@ -275,8 +275,9 @@ def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_di
     if not irs or set(irs) - {"relax", "tir", "onnx", "seeded"}:
         raise click.UsageError(f"--ir: {ir!r}: give a comma list of relax, tir, onnx, seeded")
     if given is not None and "onnx" in irs and "onnx" not in available_irs(tvm_python):
-        raise click.UsageError("--ir onnx: needs the onnx and onnxruntime packages"
-                               + (f" (in {tvm_python} too)" if tvm_python else ""))
+        where = "" if not tvm_python else f" (in {tvm_python} too" + (
+            f": tvmfuzz env add {env_version} --with onnx)" if env_version else ")")
+        raise click.UsageError("--ir onnx: needs the onnx and onnxruntime packages" + where)
     if resume and seeds_spec is None:   # a resumed campaign mutates the seeds it had
         try:
             seeds_spec = json.loads((Path(out) / "campaign.json").read_text()).get("seeds")
@@ -588,13 +589,17 @@ def env_group():
 
 @env_group.command(name="add")
 @click.argument("version")
-def env_add(version):
+@click.option("--with", "frontends", multiple=True, metavar="FRONTEND",
+              help="also install a frontend's packages (onnx: onnx and onnxruntime, at the "
+                   "versions tvmfuzz runs with here), so --ir onnx runs on that release; "
+                   "repeatable, and adds to an env that exists")
+def env_add(version, frontends):
     """Install apache-tvm==VERSION (with the apache-tvm-ffi it works with, numpy, ml_dtypes)
     into its own virtualenv and check that it imports and prints a module."""
     from worker.releases import ReleaseError, add
 
     try:
-        rel, created = add(version, echo=click.echo)
+        rel, created = add(version, echo=click.echo, frontends=frontends)
     except ReleaseError as e:
         raise click.UsageError(f"env add {version}: {e}")
     what = "installed" if created else "already installed:"

@@ -36,6 +36,10 @@ FFI_PINS = {
     "0.27.0": "0.1.14.post1",
     "0.27.0.post1": "0.1.14.post1",
 }
+# Frontends an env can get (``tvmfuzz env add VERSION --with NAME``): the packages a case kind
+# needs in the interpreter under test. Installed at the versions the default release runs with
+# (so a finding compares across releases with one exporter and one reference), else these ranges.
+FRONTENDS = {"onnx": {"onnx": ">=1.23,<1.24", "onnxruntime": ">=1.32,<1.33"}}
 _VERSION = re.compile(r"\d+\.\d+\.\d+(?:(?:a|b|rc)\d+)?(?:\.post\d+)?(?:\.dev\d+)?")
 
 # Run under the new env's interpreter (repository on PYTHONPATH): import TVM, print its
@@ -161,13 +165,52 @@ def _last_error(text: str) -> str:
     return pick[:300]
 
 
+def frontend_packages(names) -> list[str]:
+    """pip requirements for the frontends ``names`` (keys of FRONTENDS)."""
+    bad = [n for n in names if n not in FRONTENDS]
+    if bad:
+        raise ReleaseError(f"--with {bad[0]}: choose from {', '.join(FRONTENDS)}")
+    out = []
+    for n in names:
+        for pkg, spec in FRONTENDS[n].items():
+            try:
+                out.append(f"{pkg}=={metadata.version(pkg)}")
+            except metadata.PackageNotFoundError:
+                out.append(pkg + spec)
+    return out
+
+
+def add_frontends(env: Path, names, echo: Callable[[str], None] = print,
+                  timeout: float = 1800.0) -> list[str]:
+    """Install the frontends ``names`` into an existing env (recorded in its marker)."""
+    pkgs = frontend_packages(names)
+    if not pkgs:
+        return []
+    py = str(env_python(env))
+    echo(f"installing {' '.join(pkgs)}")
+    _step([py, "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
+           "--progress-bar", "off", *pkgs], f"pip could not install {', '.join(pkgs)}", timeout)
+    mods = " ".join(sorted({m for n in names for m in FRONTENDS[n]}))
+    _step([py, "-c", f"import {', '.join(mods.split())}"],
+          f"{', '.join(names)} installed in {env} but does not import", 300)
+    info = _marker(env) or {}
+    info["frontends"] = sorted(set(info.get("frontends", [])) | set(names))
+    (env / MARKER).write_text(json.dumps(info, indent=1) + "\n")
+    return pkgs
+
+
 def add(version: str, echo: Callable[[str], None] = print,
-        base_python: str = sys.executable, timeout: float = 1800.0) -> tuple[Release, bool]:
-    """Create the env for ``version``; returns (release, created?). A failed step removes what
-    it made and raises ReleaseError with one line saying why."""
+        base_python: str = sys.executable, timeout: float = 1800.0,
+        frontends=()) -> tuple[Release, bool]:
+    """Create the env for ``version``; returns (release, created?). ``frontends``: names in
+    FRONTENDS whose packages go in too (also into an env that exists). A failed step removes
+    what it made and raises ReleaseError with one line saying why."""
     check_version(version)
+    frontend_packages(frontends)    # an unknown name fails before anything is made
     env = envs_dir() / version
     if _marker(env) is not None and env_python(env).exists():
+        have = set((_marker(env) or {}).get("frontends", []))
+        add_frontends(env, [n for n in frontends if n not in have], echo, timeout)
         r = [x for x in installed() if x.version == version][0]
         return r, False
     if env.exists():
@@ -192,6 +235,10 @@ def add(version: str, echo: Callable[[str], None] = print,
         out = _step([py, "-c", _CHECK], f"apache-tvm {version} is installed but does not work",
                     300, env={"PYTHONPATH": str(ROOT)})
         info = json.loads(out.strip().splitlines()[-1])
+        info.update(version=version, ffi_pinned=bool(pin),
+                    created=time.strftime("%Y-%m-%dT%H:%M:%S"), base_python=base_python)
+        (env / MARKER).write_text(json.dumps(info, indent=1) + "\n")
+        add_frontends(env, list(frontends), echo, timeout)
     except BaseException:
         shutil.rmtree(env, ignore_errors=True)
         for d in reversed(made):
@@ -200,8 +247,8 @@ def add(version: str, echo: Callable[[str], None] = print,
             except OSError:
                 pass
         raise
-    info.update(version=version, ffi_pinned=bool(pin), created=time.strftime("%Y-%m-%dT%H:%M:%S"),
-                seconds=round(time.monotonic() - t0, 1), base_python=base_python)
+    info = _marker(env)
+    info["seconds"] = round(time.monotonic() - t0, 1)
     (env / MARKER).write_text(json.dumps(info, indent=1) + "\n")
     return Release(version, info["tvm"], py, False, info.get("apache-tvm-ffi", ""), str(env)), True
 
