@@ -359,6 +359,9 @@ def _numeric_root(key: str) -> str:
     return key
 
 
+# A Relax tensor type as a message prints it: R.Tensor((3, 1), dtype="float16"),
+# R.Tensor(dtype="float32", ndim=2). Its shape is the case's, not the bug's.
+_TENSOR_TYPE_SHAPE = re.compile(r"\bR\.Tensor\(\((?:[^()]|\([^()]*\))*\)(?=[,)])")
 _DTYPE_WORD = re.compile(r"\b(?:b?float|u?int)\d+\b|\bbool\b")
 
 
@@ -422,6 +425,10 @@ def bug_key(outcome: Outcome | dict) -> str:
             # missing lowering of a math intrinsic, whichever the program reaches first (not
             # TVM's own builtins, tvm_call_packed & co., which are other bugs).
             msg = _UNRESOLVED_MATH.sub("Unresolved call Op(tirx.<math intrinsic>)", msg)
+            # Operand types quoted in a message ("Type of R.Tensor((3, 1), dtype=...)"): one
+            # refusal whatever the shapes it met (ONNX Selu's float32 constant against a
+            # float16 input, seen with a (3, 1) and a 0-d input as two bugs).
+            msg = _TENSOR_TYPE_SHAPE.sub("R.Tensor(<shape>", msg)
             if outcome.get("stage") == "import" and (outcome.get("extra") or {}).get(
                     "converter"):
                 # An ONNX converter refusing a dtype ("dtype mismatch between input (int64)

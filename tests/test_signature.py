@@ -462,3 +462,23 @@ def test_an_onnx_converter_refusing_a_dtype_is_one_bug_whatever_the_dtype():
     build = dict(base, stage="build")   # elsewhere a dtype in a message stays: other bugs
     assert len({bug_key(dict(build, message=f"no lowering for {d}"))
                 for d in ("int64", "float32")}) == 2
+
+
+def test_operand_shapes_quoted_in_a_message_do_not_split_a_bug():
+    """Campaign 130000: ONNX Selu's float32 constant subtracted from a float16 input, met with
+    a (3, 1) and a 0-d input, was filed as two bugs; the quoted types' shapes differ only."""
+    from fuzz.signature import bug_key
+
+    def selu(shape):
+        return {"verdict": "fail", "kind": "crash", "stage": "import", "error_type": "TypeError",
+                "throw_site": "src/relax/op/op_common.h:334",
+                "extra": {"converter": "Selu._impl_v1"},
+                "message": "Binary operators must have the same datatype for both operands.  "
+                           "However, R.subtract(R.const(1.0, \"float32\"), lv7) uses datatype "
+                           "T.float32 on the LHS (Type of R.Tensor((), dtype=\"float32\")), and "
+                           "datatype T.float16 on the RHS (Type of R.Tensor(" + shape
+                           + ", dtype=\"float16\"))."}
+    assert bug_key(selu("()")) == bug_key(selu("(3, 1)")) == bug_key(selu("(n, (m + 2))"))
+    other = selu("()")
+    other["extra"] = {"converter": "Elu._impl_v1"}
+    assert bug_key(other) != bug_key(selu("()"))
