@@ -148,6 +148,42 @@ def numeric_key(program: Program, index: int) -> str:
     return f"{n.op}:{ty.dtype if ty else ''}"
 
 
+PROBE = "probe_all"   # the name of the tuple a probe program returns
+
+
+def probe_program(program: Program, index: int) -> Optional[tuple[Program, list[str]]]:
+    """A copy of ``program`` whose entry returns, in program order, every tensor value that
+    output ``index`` depends on (itself included), and those values' names: running it shows
+    the first op whose own result is wrong (its inputs all right). None when there is nothing
+    to choose between (one op) or the values are not all tensors that can be returned."""
+    from .model import Block, Node
+
+    names = output_nodes(program)
+    if index >= len(names):
+        return None
+    c = cone(program, names[index])
+    picked = [n for n in program.main.nodes() if n.name in c and n.op not in ("tuple", "const")
+              and isinstance(n.annot or n.ty, TensorTy)]
+    if len(picked) < 2 or not program.main.blocks:
+        return None
+    probe = program.copy()
+    f = probe.main
+    tys = [n.annot or n.ty for n in picked]
+    f.blocks.append(Block(False, [Node(PROBE, "tuple", [n.name for n in picked], {},
+                                       TupleTy(tys))]))
+    f.ret = PROBE
+    return probe, [n.name for n in picked]
+
+
+def value_key(program: Program, name: str) -> str:
+    """``numeric_key`` of the entry function's value ``name``: its op and dtype."""
+    n = _producer(program, program.main, name)
+    if n is None:
+        return "param"
+    ty = n.ty if isinstance(n.ty, TensorTy) else None
+    return f"{n.op}:{ty.dtype if ty else ''}"
+
+
 def _producer(program: Program, func, name: str, field: Optional[int] = None, depth: int = 0):
     """The node of a catalogue op behind value ``name`` of ``func`` (its tuple field
     ``field``), or None for a parameter."""

@@ -254,3 +254,27 @@ def test_webgpu_refusing_64_bit_types_is_the_targets_limit():
     assert auto_status(small_program(), o)[0] == EXPECTED
     cuda = dict(o, extra={"variant": {"target": {"kind": "cuda"}, "pipeline": "target"}})
     assert auto_status(small_program(), cuda)[0] == NEW
+
+
+def test_a_wrong_result_is_named_by_the_first_op_whose_own_result_is_wrong():
+    """Campaign 130000's `relax.abs:float16` (f220beff95a4): float16 softplus of 12..19
+    overflows to inf (exp in float16; the true result is ~12..19), and the abs after it only
+    shows it. The judge rebuilds the case returning every value the output depends on and
+    names softplus; a wrong op that is last stays itself."""
+    h = TensorTy([3], "float16")
+
+    def prog(ops):
+        nodes, prev = [], "x"
+        for i, (op, attrs) in enumerate(ops):
+            nodes.append(Node(f"v{i}", op, [prev], attrs, h))
+            prev = f"v{i}"
+        return Program([Function("main", [Param("x", h, 12.0, 19.0)], [Block(True, nodes)],
+                                 prev)], "main", {"mode": "valid", "seed": 7})
+
+    softplus = ("relax.nn.softplus", {"beta": 1.0, "threshold": 20.0})
+    for ops in ([softplus, ("relax.abs", {})], [("relax.negative", {}), ("relax.abs", {}),
+                                                softplus], [softplus]):
+        o = compile_and_run(prog(ops), roundtrip=False)
+        assert o.verdict == "fail" and o.kind == "numeric", (ops, o.to_json())
+        assert o.extra["numeric_key"] == "relax.nn.softplus:float16", (ops, o.extra)
+        assert o.extra.get("output_op", o.extra["numeric_key"]) == ops[-1][0] + ":float16"

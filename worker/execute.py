@@ -217,6 +217,11 @@ class ProgramInputs:
     def numeric_key(self, index: int) -> str:
         return reference.numeric_key(self.program, index)
 
+    def probe(self, index: int):
+        """(program, value names): the case returning every value output ``index`` depends
+        on (``fuzz.reference.probe_program``), or None."""
+        return reference.probe_program(self.program, index)
+
     def exact(self, v: Variant) -> bool:
         """Are ``v``'s results comparable with numpy's for this program? Not after
         DecomposeOpsForInference where an op runs in training mode: by its documentation it
@@ -319,6 +324,13 @@ def judge_module(mod, source, variants: list, near_valid: bool = False,
                     index, text = diff
                     uninit = reads_uninitialized(lambda: _rerun(source, vm, args, v), actual)
                     key, more = source.numeric_key(index), {}
+                    if not uninit and not (v.pipeline == "scheduled" and steps):
+                        # Named by the first op whose own result is wrong, not by the op
+                        # that made the output (a softplus overflowing to inf shows through
+                        # the abs after it).
+                        op = _guilty_op(source, index, v, args, workdir)
+                        if op and op != key:
+                            key, more["output_op"] = op, key
                     if v.pipeline == "scheduled" and steps:
                         # The step that made it wrong names the bug, not the op whose output
                         # shows it (None: no prefix of the schedule is wrong alone).
@@ -430,6 +442,29 @@ def watch_kernels(vm) -> None:
 def _rerun(source, vm, args, v: Variant) -> list:
     """The loaded module run again on the same inputs: its outputs, flat."""
     return source.outputs(vm[source.entry](*source.vm_args(args, v)))
+
+
+def _guilty_op(source, index: int, v: Variant, args, workdir) -> Optional[str]:
+    """The numeric key (op:dtype) of the first value, in program order, that is wrong while
+    the values it is computed from are right: the case rebuilt to return every value output
+    ``index`` depends on (one more build, only for a finding). None when the source has no
+    program model, or the probe does not show the difference (built together, the ops fused
+    differently)."""
+    made = source.probe(index) if hasattr(source, "probe") else None
+    if made is None:
+        return None
+    prog, names = made
+    try:
+        ex = build(materialize(prog, check_types=False), v)
+        vm = load_vm(ex, v, workdir)
+        actual = reference.flatten(_to_numpy(vm[prog.entry](*source.vm_args(args, v))))
+        expected = reference.flatten(reference.run(prog, args, source.env))
+    except Exception:  # noqa: BLE001 - a probe that does not build or run says nothing
+        return None
+    diff = reference.compare(prog, expected, actual)
+    if diff is None or len(actual) != len(names):
+        return None
+    return reference.value_key(prog, names[diff[0]])
 
 
 def _guilty_step(mod, source, v: Variant, args, expected, steps: list, workdir):
