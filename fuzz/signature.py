@@ -362,6 +362,25 @@ def _numeric_root(key: str) -> str:
 # A Relax tensor type as a message prints it: R.Tensor((3, 1), dtype="float16"),
 # R.Tensor(dtype="float32", ndim=2). Its shape is the case's, not the bug's.
 _TENSOR_TYPE_SHAPE = re.compile(r"\bR\.Tensor\(\((?:[^()]|\([^()]*\))*\)(?=[,)])")
+_RELAX_TYPE = re.compile(r"\bR\.(?:Tuple|Tensor|Prim|Shape|Object|Callable)\(")
+
+
+def _collapse_types(msg: str) -> str:
+    """Every Relax type a message prints (``R.Tuple(R.Prim(value=N), R.Tensor(...))``) as its
+    kind alone: ``R.Tuple(...)``."""
+    out, i = [], 0
+    for m in _RELAX_TYPE.finditer(msg):
+        if m.start() < i:
+            continue   # inside a type already collapsed
+        depth, j = 1, m.end()
+        while j < len(msg) and depth:
+            depth += {"(": 1, ")": -1}.get(msg[j], 0)
+            j += 1
+        out.append(msg[i:m.end()] + "...)")
+        i = j
+    return "".join(out) + msg[i:]
+
+
 _DTYPE_WORD = re.compile(r"\b(?:b?float|u?int)\d+\b|\bbool\b")
 
 
@@ -434,6 +453,10 @@ def bug_key(outcome: Outcome | dict) -> str:
                 # An ONNX converter refusing a dtype ("dtype mismatch between input (int64)
                 # and attribute"): one converter's one defect, whichever dtype met it.
                 msg = _DTYPE_WORD.sub("<dtype>", msg)
+                # ... and whatever types of the case's graph it quotes (Concat refusing a
+                # tuple holding a PrimValue, met as R.Tuple(R.Prim(value=1)) and as
+                # R.Tuple(R.Prim(value=n), R.Tensor((3,), ...)): one converter's one defect).
+                msg = _collapse_types(msg)
             parts.append(f"{outcome.get('error_type', '')}: {msg}".lstrip(": "))
         if CODEGEN_REFUSAL not in msg:
             parts.append(_offending_op(outcome))

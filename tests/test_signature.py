@@ -482,3 +482,21 @@ def test_operand_shapes_quoted_in_a_message_do_not_split_a_bug():
     other = selu("()")
     other["extra"] = {"converter": "Elu._impl_v1"}
     assert bug_key(other) != bug_key(selu("()"))
+
+
+def test_an_onnx_converter_quoting_its_graph_types_is_one_bug_whatever_the_types():
+    """Campaign on 0.25 (seed 250000): Concat refusing a tuple that holds a PrimValue was
+    three bugs, one per tuple it met; a build-stage message keeps its types."""
+    from fuzz.signature import bug_key
+
+    base = {"verdict": "fail", "kind": "crash", "stage": "import", "error_type": "TypeError",
+            "throw_site": "src/relax/op/op_common.cc:102",
+            "extra": {"converter": "Concat._impl_v13"}}
+    given = ("R.Tuple(R.Prim(value=1))", "R.Tuple(R.Prim(value=n), R.Tensor((3,), "
+             "dtype=\"int64\"))", "R.Tuple(R.Prim(value=2), R.Tensor((n, (m + 1)), dtype=\"f\"))")
+    msgs = [f"Op(relax.concat) expects the input to be a Tuple of Tensors. However, the given "
+            f"input is {g}" for g in given]
+    assert len({bug_key(dict(base, message=m)) for m in msgs}) == 1
+    assert "R.Tuple(...)" in bug_key(dict(base, message=msgs[1]))
+    build = dict(base, stage="build", extra={})
+    assert len({bug_key(dict(build, message=m)) for m in msgs}) > 1
