@@ -387,7 +387,8 @@ def _heatmap(title: str, cells: dict, xname: str, yname: str, swap: bool = False
                tooltips=[(yname, "@y"), (xname, "@x"), ("cases", "@cases"),
                          ("findings", "@findings")])
     if data:
-        mapper = LogColorMapper(palette="Viridis256", low=1, high=max(v[0] for *_, v in data))
+        mapper = LogColorMapper(palette="Viridis256", low=1,
+                                high=max(2, max(v[0] for *_, v in data)))
         fig.rect(x="x", y="y", width=1, height=1, source=ColumnDataSource({
             "x": [b for _, b, _ in data], "y": [a for a, _, _ in data],
             "cases": [v[0] for *_, v in data], "findings": [v[1] for *_, v in data]}),
@@ -461,6 +462,7 @@ def _worker_plots(d: dict) -> list:
         "state": ["active" if w["t1"] - per[n]["last"] <= idle_after else "silent"
                   for n in names]})
     table = DataTable(source=src, width=WIDTH - 20, height=min(400, 30 + 26 * len(names)),
+                      reorderable=False, name="worker_table",
                       index_position=None, columns=[
                           TableColumn(field="worker", title="worker", width=260),
                           TableColumn(field="state", title="state"),
@@ -499,8 +501,8 @@ def _bug_table(d: dict):
             TableColumn(field="links", title="reduced", width=260, formatter=raw,
                         sortable=False)]
     return DataTable(source=src, columns=cols, width=WIDTH + 300, sortable=True,
-                     height=min(600, 40 + 28 * max(1, len(rows))), index_position=None,
-                     name="bug_table")
+                     reorderable=False, height=min(600, 40 + 28 * max(1, len(rows))),
+                     index_position=None, name="bug_table")
 
 
 def _header(d: dict, live: bool) -> str:

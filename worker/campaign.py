@@ -663,10 +663,11 @@ def run_campaign(budget_s: float, out_dir: Path, seed: int = 0, mode: Optional[s
                  corpus: Optional[Path] = None, reduce: Optional[Callable] = None,
                  ir=("relax",),
                  schedules: bool = False, seeds: Optional[list] = None,
-                 seeds_dir: Optional[str] = None, html: Optional[Callable] = None) -> dict:
+                 seeds_dir: Optional[str] = None, html: Optional[Callable] = None,
+                 html_every: float = 30.0) -> dict:
     cfg = CampaignConfig(budget_s, out_dir, seed, mode, jobs, tuple(targets), replays,
                          tvm_python, resume, live, corpus, reduce, tuple(ir), schedules,
-                         seeds=seeds, seeds_dir=seeds_dir, html=html)
+                         seeds=seeds, seeds_dir=seeds_dir, html=html, html_every=html_every)
     from .sandbox_runner import SandboxRunner
 
     def make_runner():
