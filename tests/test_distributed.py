@@ -424,6 +424,25 @@ def test_distributed_campaign_finds_and_stores_findings(cluster, tmp_path, capsy
     assert stats[-1]["cases"] == summary["cases"]
     assert json.loads((out / "campaign.json").read_text())["watermark"] == summary["watermark"]
     assert summary["distributed"]["workers"]
+    # report.html shows each worker (pool process): its batches.jsonl lines add up to the cases
+    from tvmfuzz.html_report import load
+
+    page = (out / "report.html").read_text()
+    assert "worker_table" in page and 'http-equiv="refresh"' not in page
+    workers = load(out)["workers"]["workers"]
+    assert {w.split("/")[0] for w in workers} == set(summary["distributed"]["workers"])
+    assert sum(w["cases"] for w in workers.values()) == summary["cases"]
+    if shutil.which("chromium") and shutil.which("chromedriver"):
+        from test_html_report import browser, rendered
+
+        driver = browser()
+        try:
+            driver.get((out / "report.html").as_uri())
+            got = rendered(driver)
+            errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        finally:
+            driver.quit()
+        assert not errors and got["tables"] == 2, (errors, got)   # the bugs and the workers
 
 
 def test_wrong_or_missing_password_is_one_line_before_any_work(cluster, tmp_path, capsys):
