@@ -35,23 +35,43 @@ class ReportError(Exception):
 
 # --- reading ------------------------------------------------------------------------------
 def _sample_lines(path: Path, limit: int = MAX_POINTS) -> tuple[list[dict], int]:
-    """At most ``limit`` evenly spaced lines of a JSON-lines file (always the last one), and
-    how many lines it has; only those lines are parsed. A torn last line is skipped."""
+    """About ``limit`` evenly spaced lines of a JSON-lines file (the first and the last one
+    always), and how many lines it has (estimated from the size where it is long). A long file
+    is not read whole: the lines are read at evenly spaced byte offsets, so a 24-hour
+    stats.jsonl (hundreds of MB) costs as much as a short one. A torn line is skipped."""
     try:
-        raw = path.read_bytes().splitlines()
+        size = path.stat().st_size
+        f = path.open("rb")
     except OSError:
         return [], 0
-    raw = [ln for ln in raw if ln.strip()]
-    n = len(raw)
-    if n > limit:
-        step = n / limit
-        idx = sorted({int(i * step) for i in range(limit)} | {n - 1})
-    else:
-        idx = range(n)
+    with f:
+        if size <= limit * 4096:
+            raw = [ln for ln in f.read().splitlines() if ln.strip()]
+            n = len(raw)
+            if n > limit:
+                step = n / limit
+                raw = [raw[i] for i in sorted({int(i * step) for i in range(limit)} | {n - 1})]
+        else:
+            raw, seen = [], set()
+            for k in range(limit):
+                off = k * size // limit
+                f.seek(max(0, off - 1))
+                if off:
+                    f.readline()            # the rest of the line the offset fell into
+                pos = f.tell()
+                line = f.readline()
+                if pos not in seen and line.endswith(b"\n"):
+                    seen.add(pos)
+                    raw.append(line)
+            f.seek(max(0, size - 65536))
+            tail = f.read().splitlines()
+            if tail and tail[-1].strip() and (len(tail) > 1 or size <= 65536):
+                raw.append(tail[-1])
+            n = round(size / (sum(map(len, raw)) / len(raw) + 1)) if raw else 0
     out = []
-    for i in idx:
+    for ln in raw:
         try:
-            out.append(json.loads(raw[i]))
+            out.append(json.loads(ln))
         except ValueError:
             continue
     return out, n
@@ -224,17 +244,19 @@ def _workers(path: Path) -> dict:
     """Distributed mode: per worker, batches, cases, seconds per batch, first and last reply,
     and cases per time bin (batches.jsonl; every line is read: one per batch)."""
     try:
-        lines = path.read_text().splitlines()
+        lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
     except OSError:
         return {}
-    recs = []
-    for ln in lines:
-        try:
-            r = json.loads(ln)
-        except ValueError:
-            continue
-        if r.get("at") is not None:
-            recs.append(r)
+    try:      # one parse of the whole file (fast); line by line where a line is torn
+        recs = json.loads("[" + ",".join(lines) + "]")
+    except ValueError:
+        recs = []
+        for ln in lines:
+            try:
+                recs.append(json.loads(ln))
+            except ValueError:
+                continue
+    recs = [r for r in recs if isinstance(r, dict) and r.get("at") is not None]
     if not recs:
         return {}
     t0, t1 = min(r["at"] for r in recs), max(r["at"] for r in recs)
@@ -311,11 +333,13 @@ def _corpus_time(d: dict) -> list:
     return [fig]
 
 
-def _bar(title: str, counts: dict, color="#1f77b4", by_status: Optional[dict] = None):
-    """Bugs per category, stacked by status where ``by_status`` (category -> status -> n)."""
+def _bar(title: str, counts: dict, color="#1f77b4", by_status: Optional[dict] = None,
+         order: Optional[list] = None):
+    """Bugs per category (the most first, or ``order``), stacked by status where
+    ``by_status`` (category -> status -> n)."""
     from bokeh.models import ColumnDataSource
 
-    cats = sorted(counts, key=lambda k: -counts[k]) or ["(none)"]
+    cats = order or sorted(counts, key=lambda k: -counts[k]) or ["(none)"]
     fig = _fig(title, x_range=cats, tooltips=[("", "@x"), ("bugs", "@$name")])
     if by_status:
         statuses = [s for s in STATUS_COLORS if any(by_status[c].get(s) for c in by_status)]
@@ -352,16 +376,16 @@ def _bug_plots(d: dict) -> list:
         {"x": list(status), "n": list(status.values()), "c": list(STATUS_COLORS.values())}))
     fig.y_range.start = 0
     figs.append(fig)
-    rated = sorted((r for r in rows if r["rate"] is not None), key=lambda r: r["rate"])
-    ids = [r["id"] for r in rated] or ["(none)"]
-    rep = _fig("reproduction rate per bug", x_range=ids,
-               tooltips=[("bug", "@x"), ("rate", "@rate{0%}"), ("signature", "@sig")])
-    rep.vbar(x="x", top="rate", width=0.8, color="c", source=ColumnDataSource({
-        "x": [r["id"] for r in rated], "rate": [r["rate"] for r in rated],
-        "sig": [r["signature"][:120] for r in rated],
-        "c": [STATUS_COLORS.get(r["status"], "#1f77b4") for r in rated]}))
-    rep.y_range.start, rep.y_range.end = 0, 1.05
-    rep.xaxis.major_label_orientation = 1.2
+    # reproduction rates: bugs per 10% bin, stacked by status (a bar per bug would not stay
+    # readable with hundreds of bugs; the table has each bug's rate)
+    bins = [f"{10 * i}-{10 * i + 10}%" for i in range(10)]
+    by_bin = {b: {} for b in bins}
+    for r in rows:
+        if r["rate"] is not None:
+            b = bins[min(int(r["rate"] * 10), 9)]
+            by_bin[b][r["status"]] = by_bin[b].get(r["status"], 0) + 1
+    rep = _bar("reproduction rate (bugs per rate, stacked by status)",
+               {b: sum(by_bin[b].values()) for b in bins}, by_status=by_bin, order=bins)
     figs.append(rep)
     return figs
 
@@ -444,12 +468,12 @@ def _worker_plots(d: dict) -> list:
     per = w["workers"]
     names = sorted(per)
     fig = _fig("cases per worker over time", x_axis_type="datetime", width=WIDTH - 20,
-               tooltips=[("worker", "$name"), ("cases", "@y")])
+               tooltips=[("worker", "@worker"), ("cases per bin", "$y{0}")])
     xs = [(w["t0"] + (i + 0.5) * w["width"]) * 1000.0 for i in range(TIME_BINS)]
-    for i, name in enumerate(names):
-        fig.line(xs, per[name]["bins"], color=Category10_10[i % 10], legend_label=name,
-                 line_width=2, name=name)
-    fig.legend.location = "top_left"
+    # one renderer for all workers (a line each): a hundred workers stay one model
+    fig.multi_line(xs="xs", ys="ys", color="color", line_width=2, source=ColumnDataSource({
+        "xs": [xs] * len(names), "ys": [per[n]["bins"] for n in names], "worker": names,
+        "color": [Category10_10[i % 10] for i in range(len(names))]}))
     fig.y_range.start = 0
     idle_after = 3 * max(w["width"], 60.0)
     src = ColumnDataSource({

@@ -590,6 +590,7 @@ class Recorder:
             self.reducer = cfg.reduce(cfg.out_dir, echo, cfg.tvm_python)
         self.buckets: dict = {}    # signature -> corpus bucket (report.json's links)
         self.html_at = time.monotonic()
+        self.html_thread: Optional[threading.Thread] = None
 
     def record(self, plan: SeedPlan, first: int, progs, outcomes: list[Outcome], scripts,
                tvm_version: Optional[str] = None) -> None:
@@ -638,6 +639,17 @@ class Recorder:
             "op_dtype": st.op_dtype, "pass_op": st.pass_op, "bugs": bugs}))
         if self.cfg.html is None:
             return
+        if self.html_thread is not None:
+            if live and self.html_thread.is_alive():
+                return           # the last page is still being drawn: skip this refresh
+            self.html_thread.join()
+        if live:     # drawn beside the campaign (a 24-hour page takes a second or two)
+            self.html_thread = threading.Thread(target=self._html, args=(True,), daemon=True)
+            self.html_thread.start()
+        else:
+            self._html(False)
+
+    def _html(self, live: bool) -> None:
         try:
             self.cfg.html(self.cfg.out_dir, live=live)
         except Exception as e:  # noqa: BLE001 - the report is a view; the campaign goes on
