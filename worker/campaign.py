@@ -658,12 +658,12 @@ class Recorder:
     def close(self) -> None:
         self.display.close()
         self.stats_file.close()
-        self.write_report(live=False)
         if self.reducer is not None:
             waiting = self.reducer.close()
             if waiting:
                 self.echo(f"{len(waiting)} new buckets not reduced yet (`tvmfuzz reduce BUCKET`):"
                           f" {' '.join(waiting[:20])}")
+        self.write_report(live=False)    # after the reductions: the page links their results
         if self.store is not None:
             self.store.close()
 
