@@ -555,10 +555,14 @@ def _header(d: dict, live: bool) -> str:
 
 def render(d: dict, live: bool = False) -> str:
     """The page's HTML text."""
+    from bokeh.core.validation import silence
+    from bokeh.core.validation.warnings import MISSING_RENDERERS
     from bokeh.embed import file_html
     from bokeh.layouts import column, gridplot
     from bokeh.models import Div
     from bokeh.resources import INLINE
+
+    silence(MISSING_RENDERERS, True)   # an empty plot (no bugs yet, no schedules) is fine
 
     def h2(text):
         return Div(text=f"<h2>{html.escape(text)}</h2>", width=WIDTH)
