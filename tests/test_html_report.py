@@ -185,8 +185,12 @@ def test_page_renders_in_chromium(campaign):
         log = driver.get_log("browser")
         shots = Path(os.environ.get("TVMFUZZ_SCREENSHOT_DIR") or out)
         shots.mkdir(parents=True, exist_ok=True)
-        driver.set_window_size(1500, 3400)
-        time.sleep(0.5)
+        # the whole page in one picture: a window as tall as the page (Bokeh's root is a
+        # shadow host, so its height is the body's)
+        height = driver.execute_script("return Math.max(document.body.scrollHeight, "
+                                       "document.documentElement.scrollHeight)")
+        driver.set_window_size(1500, min(12000, max(1200, int(height) + 200)))
+        time.sleep(1.0)
         shot = shots / "report-html.png"
         driver.save_screenshot(str(shot))
         # sort the bug table by count (a click on the header) and read the first column
