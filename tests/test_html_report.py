@@ -212,3 +212,19 @@ def test_page_renders_in_chromium(campaign):
     assert got["canvases"] >= expected and got["tables"] == 1
     assert got["rows"] >= min(len(data["bugs"]), 1) and got["links"] >= 2, got
     assert shot.stat().st_size > 10_000
+
+
+def test_a_resumed_campaign_keeps_the_report_before(campaign):
+    """--resume starts Stats at zero: report.json adds this run's cells and bugs to the last
+    one's (here the same run twice: every count doubles, no bug or bucket is lost)."""
+    from worker.campaign import _merge_report
+
+    rep = json.loads((campaign["out"] / "report.json").read_text())
+    both = _merge_report(rep, json.loads(json.dumps(rep)))
+    assert both["op_dtype"] == {k: [2 * c, 2 * f] for k, (c, f) in rep["op_dtype"].items()}
+    assert {g["id"] for g in both["bugs"]} == {g["id"] for g in rep["bugs"]}
+    for g, h in zip(sorted(rep["bugs"], key=lambda g: g["id"]),
+                    sorted(both["bugs"], key=lambda g: g["id"])):
+        assert h["count"] == 2 * g["count"] and h["replays"] == 2 * g["replays"]
+        assert h["first_at"] == g["first_at"] and h["buckets"] == g["buckets"]
+    assert _merge_report({}, rep) is rep

@@ -588,7 +588,14 @@ class Recorder:
         self.reducer = None
         if cfg.reduce is not None and store is not None:
             self.reducer = cfg.reduce(cfg.out_dir, echo, cfg.tvm_python)
-        self.buckets: dict = {}    # signature -> corpus bucket (report.json's links)
+        self.buckets: dict = {}    # (signature, bug id) -> corpus bucket (report.json's links)
+        # a resumed campaign's report.json goes on from the one before (Stats start at zero)
+        self.report_before: dict = {}
+        if cfg.resume:
+            try:
+                self.report_before = json.loads((cfg.out_dir / "report.json").read_text())
+            except (OSError, ValueError):
+                pass
         self.html_at = time.monotonic()
         self.html_thread: Optional[threading.Thread] = None
 
@@ -607,7 +614,9 @@ class Recorder:
                     bucket, new = self.store.add_finding(
                         prog, outcome, script, tvm_version=tvm_version or self.vers["tvm"],
                         tvmfuzz_version=self.vers["tvmfuzz"])
-                    self.buckets[outcome.signature] = bucket
+                    from fuzz.triage import root_key
+
+                    self.buckets[outcome.signature, bug_id(root_key(prog, outcome))] = bucket
                     if new and not self.display.live:
                         self.echo(f"new bucket {bucket}: {short(outcome.signature)}")
                     if new and self.reducer is not None and _worth_reducing(prog, outcome):
@@ -632,11 +641,11 @@ class Recorder:
         st = self.stats
         bugs = st.bug_list()
         for g in bugs:
-            g["buckets"] = [{"signature": sig, "bucket": self.buckets.get(sig)}
+            g["buckets"] = [{"signature": sig, "bucket": self.buckets.get((sig, g["id"]))}
                             for sig in st.bugs[g["id"]]["signatures"]]
-        _write(self.cfg.out_dir / "report.json", json.dumps({
+        _write(self.cfg.out_dir / "report.json", json.dumps(_merge_report(self.report_before, {
             "at": round(time.time(), 1), "tvm": self.vers.get("tvm"),
-            "op_dtype": st.op_dtype, "pass_op": st.pass_op, "bugs": bugs}))
+            "op_dtype": st.op_dtype, "pass_op": st.pass_op, "bugs": bugs})))
         if self.cfg.html is None:
             return
         if self.html_thread is not None:
@@ -666,6 +675,44 @@ class Recorder:
         self.write_report(live=False)    # after the reductions: the page links their results
         if self.store is not None:
             self.store.close()
+
+
+def _merge_report(before: dict, now: dict) -> dict:
+    """report.json of a resumed campaign: the cells and bugs of the runs before plus this
+    run's (counts added; a bug's first and last times widened, its status this run's)."""
+    if not before:
+        return now
+    out = dict(now)
+    for table in ("op_dtype", "pass_op"):
+        cells = {k: list(v) for k, v in (before.get(table) or {}).items()}
+        for k, (c, f) in now[table].items():
+            cell = cells.setdefault(k, [0, 0])
+            cell[0] += c
+            cell[1] += f
+        out[table] = cells
+    bugs = {g["id"]: dict(g) for g in before.get("bugs") or []}
+    for g in now["bugs"]:
+        old = bugs.get(g["id"])
+        if old is None:
+            bugs[g["id"]] = g
+            continue
+        merged = dict(g)
+        for k in ("count", "reproduced", "replays"):
+            merged[k] = (old.get(k) or 0) + (g.get(k) or 0)
+        merged["first_at"] = min(t for t in (old.get("first_at"), g.get("first_at")) if t)
+        merged["first_seed"] = old.get("first_seed", g.get("first_seed"))
+        known = {b["signature"]: b for b in old.get("buckets") or []}
+        for b in g.get("buckets") or []:
+            if b.get("bucket") or b["signature"] not in known:
+                known[b["signature"]] = b
+        merged["buckets"] = list(known.values())
+        merged["signatures"] = len(merged["buckets"])
+        bugs[g["id"]] = merged
+    from fuzz.triage import ORDER
+
+    out["bugs"] = sorted(bugs.values(), key=lambda g: (ORDER.get(g.get("status"), 0),
+                                                      -g.get("count", 0), g["id"]))
+    return out
 
 
 def run_campaign(budget_s: float, out_dir: Path, seed: int = 0, mode: Optional[str] = None,
