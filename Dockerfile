@@ -15,7 +15,9 @@ COPY worker worker
 COPY corpus corpus
 COPY reducer reducer
 COPY tvmfuzz tvmfuzz
-RUN pip install --no-cache-dir --disable-pip-version-check . \
+# EXTRAS: "[monitor]" adds Flower (docker-compose.yml's flower service); empty by default.
+ARG EXTRAS=""
+RUN pip install --no-cache-dir --disable-pip-version-check ".${EXTRAS}" \
     && useradd --create-home --uid 1000 fuzz \
     && mkdir -p /data && chown fuzz /data
 

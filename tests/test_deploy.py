@@ -99,7 +99,7 @@ def compose() -> dict:
 
 def test_parse_compose_reads_the_stack():
     services = compose()["services"]
-    assert set(services) == {"redis", "worker", "coordinator"}
+    assert set(services) == {"redis", "worker", "coordinator", "flower"}
     assert services["worker"]["environment"] == services["coordinator"]["environment"]
     assert services["worker"]["depends_on"]["redis"]["condition"] == "service_healthy"
     assert services["coordinator"]["volumes"] == ["corpus:/data"]
@@ -107,7 +107,14 @@ def test_parse_compose_reads_the_stack():
     assert "ports" not in services["redis"], "Redis must not be published"
     nets = compose()["networks"]
     assert nets["tvmfuzz"]["internal"] == "true"
-    assert all(s["networks"] == ["tvmfuzz"] for s in services.values())
+    assert all(s["networks"] == ["tvmfuzz"] for k, s in services.items() if k != "flower")
+    # Flower (Celery's monitor) is optional, and published on the host's loopback only
+    flower = services.pop("flower")
+    assert flower["profiles"] == ["monitor"] and flower["build"]["args"]["EXTRAS"] == "[monitor]"
+    assert flower["ports"] == ["127.0.0.1:5555:5555"] and "internal" not in nets["monitor"]
+    fenv = interpolate(flower["environment"], {"TVMFUZZ_REDIS_PASSWORD": "pw"})
+    assert fenv == {"CELERY_BROKER_URL": "redis://:pw@redis:6379/0",
+                    "FLOWER_BASIC_AUTH": "fuzz:pw"}
     env = interpolate(services["worker"]["environment"], {"TVMFUZZ_REDIS_PASSWORD": "pw"})
     assert env["TVMFUZZ_BROKER"] == "redis://:pw@redis:6379/0"
     with pytest.raises(AssertionError, match="refuse to start"):

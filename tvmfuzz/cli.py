@@ -311,6 +311,8 @@ def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_di
 
     from reducer.autoreduce import AutoReducer
 
+    from tvmfuzz.html_report import write_campaign_html
+
     reducer = AutoReducer if auto_reduce else None
     if broker is not None:
         if tvm_python:
@@ -323,7 +325,7 @@ def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_di
             run_distributed(budget, out_dir, broker, seed, mode, echo=click.echo,
                             replays=replays, targets=kinds, resume=resume, live=live,
                             corpus=Path(corpus_dir), reduce=reducer, in_flight=in_flight,
-                            ir=irs, schedules=schedules)
+                            ir=irs, schedules=schedules, html=write_campaign_html)
         except (BrokerUnavailable, CorpusError) as e:
             raise click.UsageError(str(e))
         except BatchFailed as e:
@@ -333,7 +335,8 @@ def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_di
         run_campaign(budget, out_dir, seed, mode, echo=click.echo, replays=replays,
                      tvm_python=tvm_python, jobs=jobs, targets=kinds, resume=resume, live=live,
                      corpus=Path(corpus_dir), reduce=reducer, ir=irs, schedules=schedules,
-                     seeds=seeds, seeds_dir=seeds_spec if seeds else None)
+                     seeds=seeds, seeds_dir=seeds_spec if seeds else None,
+                     html=write_campaign_html)
     except CorpusError as e:
         raise click.UsageError(str(e))
     sys.exit(0)
@@ -539,9 +542,13 @@ def reduce(input_spec, signature, interesting, jobs, out, timeout, budget, corpu
 
 
 @cli.command()
-@click.argument("input_spec", metavar="CASE")
+@click.argument("input_spec", metavar="CASE", required=False)
 @click.option("--out", default=None, type=click.Path(file_okay=False),
-              help="output directory (default: reports/<name>)")
+              help="output directory (default: reports/<name>; with --html: DIR)")
+@click.option("--html", "html_dir", default=None, metavar="DIR",
+              type=click.Path(file_okay=False),
+              help="instead: write DIR/report.html, one self-contained page of plots and the "
+                   "bug table of a campaign directory (its --out) or a corpus")
 @click.option("--timeout", type=Duration(), default="60s", show_default=True)
 @CORPUS_OPT
 @TVM_PYTHON
@@ -551,10 +558,25 @@ def reduce(input_spec, signature, interesting, jobs, out, timeout, budget, corpu
                    "report.md's \"Affected versions\"")
 @ENTRY_OPT
 @JAIL_OPT
-def report(input_spec, out, timeout, corpus_dir, tvm_python, env_version, run_bisect, entry,
-           jail_on):
+def report(input_spec, out, html_dir, timeout, corpus_dir, tvm_python, env_version, run_bisect,
+           entry, jail_on):
     """Write repro.py and report.md (a TVM issue, ready to paste) for a failing case (JSON),
-    TVMScript file or corpus bucket."""
+    TVMScript file or corpus bucket; or, with --html DIR, a campaign's or corpus's HTML page."""
+    if html_dir is not None:
+        if input_spec is not None:
+            raise click.UsageError("--html DIR takes no CASE: give one or the other")
+        from tvmfuzz.html_report import ReportError, write_html
+
+        dest = None if out is None else _out_dir(out) / "report.html"
+        try:
+            path = write_html(Path(html_dir), dest)
+        except ReportError as e:
+            raise click.UsageError(str(e))
+        click.echo(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)")
+        sys.exit(0)
+    if input_spec is None:
+        raise click.UsageError("missing CASE (a case JSON, TVMScript file or corpus bucket), "
+                               "or --html DIR")
     from reducer.cli import run_report
 
     tvm_python = _tvm_python(env_version, tvm_python)

@@ -305,6 +305,9 @@ class Stats:
     refused_mutants: int = 0
     # invalid ONNX cases whose program has no ONNX form at the case's opset (not_exportable)
     not_exportable: int = 0
+    # coverage cells for report.html: "op|dtype" and "pass|op" -> [cases, findings among them]
+    op_dtype: dict = field(default_factory=dict)
+    pass_op: dict = field(default_factory=dict)
 
     def add(self, prog, outcome: Outcome) -> None:
         v = outcome.verdict
@@ -314,6 +317,7 @@ class Stats:
         self.not_exportable += v == "invalid" and not mutant and outcome.kind == "not_exportable"
         self.irs[prog.ir] += 1
         self.ops.update(prog.ops())
+        self._count_cells(prog, v == "fail")
         steps = outcome.extra.get("schedule") or []
         for prim in sorted({s.get("prim", "?") for s in steps}):
             entry = self.primitives.setdefault(prim, [0, 0])
@@ -328,12 +332,42 @@ class Stats:
             from fuzz.triage import auto_status, root_key
 
             key = root_key(prog, outcome)
+            now = time.time()
             bug = self.bugs.setdefault(bug_id(key), {
                 "key": key, "count": 0, "first_seed": prog.meta.get("seed"),
-                "signatures": {}})
+                "signatures": {}, "kind": outcome.kind, "stage": outcome.stage,
+                "first_at": now, "reproduced": 0, "replays": 0})
             bug["count"] += 1
+            bug["last_at"] = now
+            rep = outcome.reproduction or {}
+            bug["reproduced"] += rep.get("reproduced", 0)
+            bug["replays"] += rep.get("replays", 0)
             if sig not in bug["signatures"]:   # the status of a signature's first finding
                 bug["signatures"][sig] = auto_status(prog, outcome)
+
+    def _count_cells(self, prog, failed: bool) -> None:
+        """The coverage cells of a case (Relax and ONNX cases: their program model): op x
+        dtype of each node's inferred type, and pass x op for each pass (or pipeline) of the
+        case's variants."""
+        from fuzz.model import STRUCTURAL_OPS, TensorTy
+
+        op_dtype = set()
+        for f in getattr(prog, "functions", ()) or ():
+            for n in f.nodes():
+                if n.op in STRUCTURAL_OPS:
+                    continue
+                t = n.ty
+                op_dtype.add((n.op, (t.dtype or "?") if isinstance(t, TensorTy) else "tuple"))
+        passes = set()
+        for var in prog.meta.get("variants") or []:
+            passes.update(var.get("passes") or [f"pipeline:{var.get('pipeline', 'default')}"])
+        ops = {op for op, _ in op_dtype}
+        for table, cells in ((self.op_dtype, op_dtype),
+                             (self.pass_op, {(p, op) for p in passes for op in ops})):
+            for a, b in cells:
+                entry = table.setdefault(f"{a}|{b}", [0, 0])
+                entry[0] += 1
+                entry[1] += failed
 
     def _count_gpu(self, prog, outcome: Outcome) -> None:
         """Cases per GPU target and dlight rule, and the findings their variant made."""
@@ -363,7 +397,10 @@ class Stats:
             status, why = combine(b["signatures"].values(), self.user_verdicts.get(bid))
             out.append({"id": bid, "key": b["key"], "status": status, "reason": why,
                         "count": b["count"], "signatures": len(b["signatures"]),
-                        "first_seed": b["first_seed"]})
+                        "first_seed": b["first_seed"], "kind": b.get("kind"),
+                        "stage": b.get("stage"), "first_at": b.get("first_at"),
+                        "last_at": b.get("last_at"), "reproduced": b.get("reproduced", 0),
+                        "replays": b.get("replays", 0)})
         return sorted(out, key=lambda g: (ORDER.get(g["status"], 0), -g["count"], g["id"]))
 
     @property
@@ -373,7 +410,8 @@ class Stats:
     def snapshot(self) -> dict:
         t = time.monotonic() - self.started
         n = self.cases
-        return {"t": round(t, 1), "cases": n, "cases_per_s": round(n / t, 2) if t else 0.0,
+        return {"t": round(t, 1), "at": round(time.time(), 1), "cases": n,
+                "cases_per_s": round(n / t, 2) if t else 0.0,
                 "verdicts": dict(self.verdicts), "findings_by_kind": dict(self.kinds),
                 "unique_signatures": len(self.signatures),
                 "unique_bugs": len(self.bugs),
@@ -471,6 +509,11 @@ class CampaignConfig:
     features: dict = field(default_factory=dict)   # release features (release_features)
     seeds: Optional[list] = None  # worker.seeds.Seed list (tvmfuzz run --seeds)
     seeds_dir: Optional[str] = None   # where they came from (kept for --resume)
+    # Writes OUT/report.html from the campaign's files: (out_dir, live) -> None; the command
+    # line passes tvmfuzz.html_report.write_campaign_html (this layer does not import it).
+    # Called every html_every seconds (live: the page reloads itself) and once at the end.
+    html: Optional[Callable] = None
+    html_every: float = 30.0
 
 
 def _worker(cfg: CampaignConfig, plan: SeedPlan, results: queue.Queue, stop: threading.Event,
@@ -545,6 +588,16 @@ class Recorder:
         self.reducer = None
         if cfg.reduce is not None and store is not None:
             self.reducer = cfg.reduce(cfg.out_dir, echo, cfg.tvm_python)
+        self.buckets: dict = {}    # (signature, bug id) -> corpus bucket (report.json's links)
+        # a resumed campaign's report.json goes on from the one before (Stats start at zero)
+        self.report_before: dict = {}
+        if cfg.resume:
+            try:
+                self.report_before = json.loads((cfg.out_dir / "report.json").read_text())
+            except (OSError, ValueError):
+                pass
+        self.html_at = time.monotonic()
+        self.html_thread: Optional[threading.Thread] = None
 
     def record(self, plan: SeedPlan, first: int, progs, outcomes: list[Outcome], scripts,
                tvm_version: Optional[str] = None) -> None:
@@ -561,6 +614,9 @@ class Recorder:
                     bucket, new = self.store.add_finding(
                         prog, outcome, script, tvm_version=tvm_version or self.vers["tvm"],
                         tvmfuzz_version=self.vers["tvmfuzz"])
+                    from fuzz.triage import root_key
+
+                    self.buckets[outcome.signature, bug_id(root_key(prog, outcome))] = bucket
                     if new and not self.display.live:
                         self.echo(f"new bucket {bucket}: {short(outcome.signature)}")
                     if new and self.reducer is not None and _worth_reducing(prog, outcome):
@@ -574,6 +630,39 @@ class Recorder:
         self.stats_file.write(json.dumps(snap) + "\n")
         self.stats_file.flush()
         self.display.update(snap, force)
+        if self.cfg.html is not None and time.monotonic() - self.html_at >= self.cfg.html_every:
+            self.write_report(live=True)
+
+    def write_report(self, live: bool) -> None:
+        """report.json (the coverage cells and the bugs with their buckets, which stats.jsonl
+        does not hold) and report.html from it and the other files. A report that cannot be
+        written is said once per attempt and never stops the campaign."""
+        self.html_at = time.monotonic()
+        st = self.stats
+        bugs = st.bug_list()
+        for g in bugs:
+            g["buckets"] = [{"signature": sig, "bucket": self.buckets.get((sig, g["id"]))}
+                            for sig in st.bugs[g["id"]]["signatures"]]
+        _write(self.cfg.out_dir / "report.json", json.dumps(_merge_report(self.report_before, {
+            "at": round(time.time(), 1), "tvm": self.vers.get("tvm"),
+            "op_dtype": st.op_dtype, "pass_op": st.pass_op, "bugs": bugs})))
+        if self.cfg.html is None:
+            return
+        if self.html_thread is not None:
+            if live and self.html_thread.is_alive():
+                return           # the last page is still being drawn: skip this refresh
+            self.html_thread.join()
+        if live:     # drawn beside the campaign (a 24-hour page takes a second or two)
+            self.html_thread = threading.Thread(target=self._html, args=(True,), daemon=True)
+            self.html_thread.start()
+        else:
+            self._html(False)
+
+    def _html(self, live: bool) -> None:
+        try:
+            self.cfg.html(self.cfg.out_dir, live=live)
+        except Exception as e:  # noqa: BLE001 - the report is a view; the campaign goes on
+            self.echo(f"report.html not written: {type(e).__name__}: {e}")
 
     def close(self) -> None:
         self.display.close()
@@ -583,8 +672,47 @@ class Recorder:
             if waiting:
                 self.echo(f"{len(waiting)} new buckets not reduced yet (`tvmfuzz reduce BUCKET`):"
                           f" {' '.join(waiting[:20])}")
+        self.write_report(live=False)    # after the reductions: the page links their results
         if self.store is not None:
             self.store.close()
+
+
+def _merge_report(before: dict, now: dict) -> dict:
+    """report.json of a resumed campaign: the cells and bugs of the runs before plus this
+    run's (counts added; a bug's first and last times widened, its status this run's)."""
+    if not before:
+        return now
+    out = dict(now)
+    for table in ("op_dtype", "pass_op"):
+        cells = {k: list(v) for k, v in (before.get(table) or {}).items()}
+        for k, (c, f) in now[table].items():
+            cell = cells.setdefault(k, [0, 0])
+            cell[0] += c
+            cell[1] += f
+        out[table] = cells
+    bugs = {g["id"]: dict(g) for g in before.get("bugs") or []}
+    for g in now["bugs"]:
+        old = bugs.get(g["id"])
+        if old is None:
+            bugs[g["id"]] = g
+            continue
+        merged = dict(g)
+        for k in ("count", "reproduced", "replays"):
+            merged[k] = (old.get(k) or 0) + (g.get(k) or 0)
+        merged["first_at"] = min(t for t in (old.get("first_at"), g.get("first_at")) if t)
+        merged["first_seed"] = old.get("first_seed", g.get("first_seed"))
+        known = {b["signature"]: b for b in old.get("buckets") or []}
+        for b in g.get("buckets") or []:
+            if b.get("bucket") or b["signature"] not in known:
+                known[b["signature"]] = b
+        merged["buckets"] = list(known.values())
+        merged["signatures"] = len(merged["buckets"])
+        bugs[g["id"]] = merged
+    from fuzz.triage import ORDER
+
+    out["bugs"] = sorted(bugs.values(), key=lambda g: (ORDER.get(g.get("status"), 0),
+                                                      -g.get("count", 0), g["id"]))
+    return out
 
 
 def run_campaign(budget_s: float, out_dir: Path, seed: int = 0, mode: Optional[str] = None,
@@ -594,10 +722,11 @@ def run_campaign(budget_s: float, out_dir: Path, seed: int = 0, mode: Optional[s
                  corpus: Optional[Path] = None, reduce: Optional[Callable] = None,
                  ir=("relax",),
                  schedules: bool = False, seeds: Optional[list] = None,
-                 seeds_dir: Optional[str] = None) -> dict:
+                 seeds_dir: Optional[str] = None, html: Optional[Callable] = None,
+                 html_every: float = 30.0) -> dict:
     cfg = CampaignConfig(budget_s, out_dir, seed, mode, jobs, tuple(targets), replays,
                          tvm_python, resume, live, corpus, reduce, tuple(ir), schedules,
-                         seeds=seeds, seeds_dir=seeds_dir)
+                         seeds=seeds, seeds_dir=seeds_dir, html=html, html_every=html_every)
     from .sandbox_runner import SandboxRunner
 
     def make_runner():

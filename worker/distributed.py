@@ -314,7 +314,8 @@ class Coordinator:
         self.slowest = max(self.slowest, float(reply.get("seconds", 0)))
         self.log.write(json.dumps({"id": reply["id"], "first": p.first, "n": len(p.progs),
                                    "worker": reply.get("worker"), "attempts": p.attempts,
-                                   "seconds": reply.get("seconds")}) + "\n")
+                                   "seconds": reply.get("seconds"),
+                                   "at": round(time.time(), 1)}) + "\n")
         self.log.flush()
 
     def _wait_for_broker(self, err: Exception, end: float) -> bool:
@@ -370,11 +371,11 @@ def run_distributed(budget_s: float, out_dir: Path, broker: str, seed: int = 0,
                     replays: int = 3, targets=TARGET_KINDS, resume: bool = False,
                     live: Optional[bool] = None, corpus: Optional[Path] = None,
                     reduce=None, ir=("relax",), schedules: bool = False,
-                    **dist) -> dict:
+                    html=None, **dist) -> dict:
     """A campaign whose cases run on Celery workers; ``dist``: DistConfig fields. Raises
     BrokerUnavailable (before any work) when Redis cannot be reached."""
     cfg = CampaignConfig(budget_s, out_dir, seed, mode, 1, tuple(targets), replays, None,
-                         resume, live, corpus, reduce, tuple(ir), schedules)
+                         resume, live, corpus, reduce, tuple(ir), schedules, html=html)
     dcfg = DistConfig(broker, **dist)
     b = RedisBroker(broker)
     try:
