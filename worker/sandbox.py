@@ -246,7 +246,21 @@ def _signame(sig: int) -> str:
         return f"SIG{sig}"
 
 
+def _preload(jobs: list) -> None:
+    """Import what a request's jobs need that the server did not import at start, once, in
+    the server, so each forked child starts with it: torch for PyTorch cases (~2 s a child
+    otherwise). Only an import: no tensor op runs here, so no thread pool exists to fork."""
+    if "torch" not in sys.modules and any(
+            isinstance(j, dict) and (j.get("program") or {}).get("kind") == "torch"
+            for j in jobs):
+        try:
+            import torch  # noqa: F401
+        except ImportError:   # the child's judge says so, as its verdict
+            pass
+
+
 def _run_request(jobs: list, opts: dict, emit, ppid: int) -> None:
+    _preload(jobs)
     k = 0
     while k < len(jobs):
         recs = _run_child(jobs[k:], opts, ppid)
