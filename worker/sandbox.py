@@ -248,14 +248,25 @@ def _signame(sig: int) -> str:
 
 def _preload(jobs: list) -> None:
     """Import what a request's jobs need that the server did not import at start, once, in
-    the server, so each forked child starts with it: torch for PyTorch cases (~2 s a child
-    otherwise). Only an import: no tensor op runs here, so no thread pool exists to fork."""
+    the server, so each forked child starts with it: torch and TVM's torch frontend for
+    PyTorch cases, warmed by exporting a one-op module (torch.export's first call imports and
+    sets up several seconds' worth: every child would pay it). The export traces with fake
+    tensors on one thread: no thread pool exists to fork."""
     if "torch" not in sys.modules and any(
             isinstance(j, dict) and (j.get("program") or {}).get("kind") == "torch"
             for j in jobs):
         try:
-            import torch  # noqa: F401
-        except ImportError:   # the child's judge says so, as its verdict
+            import torch
+
+            torch.set_num_threads(1)
+            from tvm.relax.frontend.torch import from_exported_program  # noqa: F401
+
+            class _Warm(torch.nn.Module):
+                def forward(self, x):
+                    return (x + 1,)
+
+            torch.export.export(_Warm(), (torch.zeros(2),)).run_decompositions()
+        except Exception:  # noqa: BLE001 - the child's judge says what is wrong, as its verdict
             pass
 
 

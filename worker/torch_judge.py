@@ -36,6 +36,7 @@ from .execute import ProgramInputs, _fail, _variants, finish, judge_module
 
 def to_torch(a):
     """A numpy input as a torch tensor (bfloat16 through float32: numpy has no bfloat16)."""
+    import numpy as np
     import torch
 
     a = np.asarray(a)
@@ -67,6 +68,8 @@ def export_program(model, args: tuple, names: list, dynamic: dict, decompose: bo
     """``torch.export.export`` of ``model`` on ``args``; the dims ``dynamic`` names (input ->
     {axis: name}) are ``Dim.AUTO`` (torch keeps a dim static where the module needs it so);
     ``run_decompositions()`` after where ``decompose``."""
+    import warnings
+
     import torch
 
     shapes = None
@@ -134,6 +137,8 @@ def main_inputs(mod, by_name: dict) -> list:
 
 def torch_dims(mod, args: list) -> dict:
     """The imported ``main``'s symbolic dims (``s17``) bound to the inputs' dims."""
+    import numpy as np
+
     env = {}
     for p, a in zip(mod["main"].params, args):
         ty = getattr(p, "ty", None) or p.struct_info
@@ -142,6 +147,10 @@ def torch_dims(mod, args: list) -> dict:
             if not hasattr(d, "value"):
                 env.setdefault(str(d), int(n))
     return env
+
+
+# Written into a PyTorch repro.py as they are (reducer/repro.py).
+REPRO_CODE = (to_torch, to_numpy, export_program, main_inputs, torch_dims)
 
 
 class TorchInputs(ProgramInputs):
