@@ -702,11 +702,49 @@ def _literal(a) -> str:
             f".reshape({list(a.shape)!r})")
 
 
+# Attributes whose value is a string: always compared, looked up or written with repr(). Every
+# other attribute must be a number, a bool, None or a list of them, since the writers format
+# numbers into the source: a case from outside cannot put code into it.
+STRING_ATTRS = {"subscripts", "pad_mode", "mode", "ret_type", "dtype", "out_dtype", "layout",
+                "out_layout", "data_layout", "kernel_layout", "approximate", "reduction",
+                "fill_dtype", "func"}
+
+
+def _plain(v) -> bool:
+    if isinstance(v, (list, tuple)):
+        return all(_plain(x) for x in v)
+    return v is None or isinstance(v, (bool, int, float))
+
+
+def source_problem(program: Program) -> Optional[str]:
+    """Why ``program``'s values cannot be written into Python source safely, or None: names
+    must be identifiers, attributes plain values (strings only where ``STRING_ATTRS`` says,
+    which the writers never format unquoted)."""
+    import keyword
+    import re
+
+    ident = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}\Z")
+    for f in program.functions:
+        for name in [p.name for p in f.params] + [n.name for n in f.nodes()]:
+            if not isinstance(name, str) or not ident.match(name) or keyword.iskeyword(name):
+                return f"the name {str(name)[:40]!r} is not a plain identifier"
+        for n in f.nodes():
+            for k, v in (n.attrs or {}).items():
+                if isinstance(v, dict):   # match_cast's type
+                    continue
+                if not (_plain(v) or (k in STRING_ATTRS and isinstance(v, str))):
+                    return f"attribute {str(k)[:40]!r} of {n.name} is not a plain value"
+    return None
+
+
 def module_source(program: Program, options: TorchOptions, arrays: Optional[list] = None) -> str:
     """The Python source of ``class Model(torch.nn.Module)`` for ``program`` and ``DYNAMIC``
     (input -> {axis: dim name}) for ``torch.export``; ``arrays`` (the entry function's inputs,
     ``fuzz.inputs.make_inputs``) give the weights' values. Raises NotExportable."""
     f = program.main
+    problem = source_problem(program)
+    if problem:
+        raise NotExportable(problem)
     if program.meta.get("mode") == "near-valid":
         raise NotExportable("near-valid mutants (annotations) have no torch form")
     weights = _weight_params(f, options)
