@@ -114,15 +114,17 @@ class Writer:
         return self._expr(D.parse(d))
 
     def _expr(self, e) -> str:
-        if isinstance(e, ast.Constant):
+        if isinstance(e, ast.Constant) and type(e.value) is int:
             return str(e.value)
         if isinstance(e, ast.Name):
             if e.id not in self.dim_sources:
                 raise NotExportable(f"symbolic dim {e.id} has no input that carries it")
             src, axis = self.dim_sources[e.id]
             return f"{src}.shape[{axis}]"
-        if isinstance(e, ast.UnaryOp):
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
             return f"(-{self._expr(e.operand)})"
+        if not isinstance(e, ast.BinOp):
+            raise NotExportable(f"dim expression {ast.dump(e)}")
         op = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//"}.get(type(e.op))
         if op is None:
             raise NotExportable(f"dim expression {ast.dump(e)}")
@@ -713,7 +715,19 @@ STRING_ATTRS = {"subscripts", "pad_mode", "mode", "ret_type", "dtype", "out_dtyp
 def _plain(v) -> bool:
     if isinstance(v, (list, tuple)):
         return all(_plain(x) for x in v)
-    return v is None or isinstance(v, (bool, int, float))
+    return v is None or isinstance(v, (bool, int, float)) or (isinstance(v, str) and _dim_ok(v))
+
+
+def _dim_ok(d: str) -> bool:
+    """A symbolic dim: names, integers and + - * // only (``Writer.dim`` writes nothing else)."""
+    try:
+        tree = D.parse(d)
+    except Exception:  # noqa: BLE001 - not a dim expression
+        return False
+    return all(isinstance(x, (ast.Name, ast.BinOp, ast.UnaryOp, ast.Load, ast.Add, ast.Sub,
+                              ast.Mult, ast.FloorDiv, ast.USub))
+               or (isinstance(x, ast.Constant) and type(x.value) is int)
+               for x in ast.walk(tree))
 
 
 def source_problem(program: Program) -> Optional[str]:
