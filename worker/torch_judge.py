@@ -11,6 +11,7 @@ Stages and verdicts of their own:
 | stage | what fails | verdict, kind |
 |---|---|---|
 | ``export`` | the case has no torch form | ``invalid``, ``not_exportable`` |
+| ``import`` | this interpreter has no torch, or its TVM's importer lacks a flag the case sets | ``invalid``, ``needs_torch`` |
 | ``eager`` | eager PyTorch refuses or fails running the module | ``invalid``, ``torch_rejected`` |
 | ``eager`` | its outputs differ from numpy's on the program (the export's fault) | ``invalid``, ``torch_disagrees`` |
 | ``torch_export`` | ``torch.export`` (or ``run_decompositions``) refuses the module | ``invalid``, ``torch_rejected`` |
@@ -84,17 +85,44 @@ def export_program(model, args: tuple, names: list, dynamic: dict, decompose: bo
     return ep
 
 
+IMPORT_FLAGS = ("keep_params_as_input", "unwrap_unit_return_tuple", "no_bind_return_tuple",
+                "run_ep_decomposition")
+
+
+class MissingFlag(Exception):
+    """This TVM's from_exported_program lacks a flag the case sets off its default."""
+
+
+def import_flags(opts) -> dict:
+    """The case's flags for this TVM's ``from_exported_program``: a flag it lacks is left out
+    where the case has it at the default (older releases), else ``MissingFlag``."""
+    import inspect
+
+    from tvm.relax.frontend.torch import from_exported_program
+
+    from fuzz.torch_export import TorchOptions
+
+    params = inspect.signature(from_exported_program).parameters
+    default = TorchOptions().to_json()
+    flags = {}
+    for k in IMPORT_FLAGS:
+        v = bool(getattr(opts, k))
+        if k in params:
+            flags[k] = v
+        elif v != default[k]:
+            raise MissingFlag(f"from_exported_program of this TVM has no {k} (the case sets "
+                              f"it to {v})")
+    return flags
+
+
 def import_program(ep, opts):
     """TVM's import of ``ep`` with the case's flags."""
     from tvm.relax.frontend.torch import from_exported_program
 
+    flags = import_flags(opts)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return from_exported_program(
-            ep, keep_params_as_input=bool(opts.keep_params_as_input),
-            unwrap_unit_return_tuple=bool(opts.unwrap_unit_return_tuple),
-            no_bind_return_tuple=bool(opts.no_bind_return_tuple),
-            run_ep_decomposition=bool(opts.run_ep_decomposition))
+        return from_exported_program(ep, **flags)
 
 
 def converter_frame(exc: BaseException) -> str:
@@ -209,10 +237,18 @@ def judge_torch(program: Program, variants: Optional[list] = None,
         return done(Outcome("invalid", "not_exportable", "export", "NotExportable", str(e)))
     except Exception as e:  # noqa: BLE001 - the exporter's own defect
         return done(_fail("export", e, "tvmfuzz_error", "invalid"))
-    breadcrumb.mark(stage="eager")
     try:
         import torch
 
+        flags = import_flags(opts)
+    except ImportError as e:   # a release's env without torch (bisect), or its frontend
+        return done(Outcome("invalid", "needs_torch", "import", type(e).__name__,
+                            f"this interpreter cannot import torch or TVM's torch frontend: "
+                            f"{e} (pip install torch there)"))
+    except MissingFlag as e:
+        return done(Outcome("invalid", "needs_torch", "import", "MissingFlag", str(e)))
+    breadcrumb.mark(stage="eager")
+    try:
         torch.set_num_threads(1)
         model, dynamic = load_module(source)
         ins = user_inputs(program, opts, arrays)
@@ -239,7 +275,11 @@ def judge_torch(program: Program, variants: Optional[list] = None,
         return done(_fail("torch_export", e, "torch_rejected", "invalid"))
     breadcrumb.mark(stage="import")
     try:
-        mod = import_program(ep, opts)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from tvm.relax.frontend.torch import from_exported_program
+
+            mod = from_exported_program(ep, **flags)
     except Exception as e:  # noqa: BLE001
         conv = converter_frame(e)
         return done(_fail("import", e, extra={"converter": conv} if conv else {}))
