@@ -384,7 +384,7 @@ def report_markdown(red, variants: list, affected: Optional[dict] = None) -> str
         if ir == "onnx" else
         ("`repro.py` (attached) defines the `torch.nn.Module` below, runs it in eager PyTorch "
          "on the embedded inputs (the reference), exports it with `torch.export`, imports it "
-         "with `from_exported_program` (options above), then builds and runs the imported "
+         "with `from_exported_program` (options below), then builds and runs the imported "
          "module as listed above."),
         "",
         *onnx_lines,
@@ -436,12 +436,12 @@ def _onnx_lines(program) -> list[str]:
 def _torch_lines(program) -> list[str]:
     """A PyTorch case's nn.Module (its source) and its export and import options."""
     from fuzz.inputs import make_inputs
-    from fuzz.torch_export import TorchOptions, module_source
+    from fuzz.torch_export import TorchOptions, full_source
 
     opts = TorchOptions.from_json(program.meta.get("torch") or {})
     try:
         _, arrays = make_inputs(program, program.meta.get("seed") or 0)
-        source = module_source(program, opts, arrays).strip()
+        source = full_source(program, opts, arrays).strip()
     except Exception as e:  # noqa: BLE001 - the report is still worth writing
         source = f"# the module could not be written: {type(e).__name__}: {e}"
     flags = ", ".join(f"{k}={bool(getattr(opts, k))}" for k in (
