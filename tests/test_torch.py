@@ -171,3 +171,17 @@ def test_short_torch_campaign(tmp_path):
     assert summary["cases_by_ir"].get("torch", 0) == summary["cases"] >= 2, summary
     assert summary["verdicts"].get("pass", 0) > 0
     assert "torch" in summary["judged_per_s_by_ir"]
+
+
+def test_an_interpreter_without_torch_says_so(monkeypatch):
+    """A release's env without torch (bisect): invalid needs_torch, which bisect names."""
+    from worker.bisect import _judge
+    from worker.torch_judge import judge_torch
+
+    x = Param("x", TensorTy([4], "float32"))
+    prog = _one([Node("v1", "relax.exp", ["x"], {}, TensorTy([4], "float32"))], [x], "v1")
+    monkeypatch.setitem(sys.modules, "torch", None)   # `import torch` raises ImportError
+    o = judge_torch(prog)
+    assert (o.verdict, o.kind) == ("invalid", "needs_torch"), o.to_json()
+    row = _judge([o], "crash | import | x")
+    assert row["verdict"] == "error" and "without torch" in row["message"]
