@@ -200,6 +200,9 @@ class Program:
         if d.get("kind") == "onnx":
             return OnnxProgram.of(Program.from_json({k: v for k, v in d.items()
                                                      if k != "kind"}))
+        if d.get("kind") == "torch":
+            return TorchProgram.of(Program.from_json({k: v for k, v in d.items()
+                                                      if k != "kind"}))
         if d.get("schema") != SCHEMA_VERSION:
             raise ValueError(f"unsupported case schema {d.get('schema')!r}")
 
@@ -250,6 +253,30 @@ class OnnxProgram(Program):
 
     def to_json(self) -> dict:
         return {"kind": "onnx", **super().to_json()}
+
+
+class TorchProgram(Program):
+    """A PyTorch case: a Relax program model written as a ``torch.nn.Module``
+    (``fuzz.torch_export``), exported with ``torch.export`` and imported by TVM's
+    ``from_exported_program``. Its export and import options (decompositions, dynamic dims,
+    weights as parameters, the importer's flags) are ``meta["torch"]``; the JSON is the
+    program's with ``"kind": "torch"``."""
+
+    ir = "torch"
+
+    @staticmethod
+    def of(prog: Program, options: Optional[dict] = None) -> "TorchProgram":
+        out = TorchProgram(prog.functions, prog.entry, dict(prog.meta))
+        if options is not None:
+            out.meta["torch"] = dict(options)
+        return out
+
+    @property
+    def options(self) -> dict:
+        return dict(self.meta.get("torch") or {})
+
+    def to_json(self) -> dict:
+        return {"kind": "torch", **super().to_json()}
 
 
 def _param_json(p: Param, ty) -> dict:

@@ -256,7 +256,8 @@ def _suffix(outcome: dict, site: str, prim: Optional[str] = None) -> str:
     extra = outcome.get("extra") or {}
     failing_pass = extra.get("failing_pass", "")
     prim = _primitive(outcome) if prim is None else prim
-    # An ONNX import error: the frontend converter that raised (Squeeze._impl_v13).
+    # An ONNX or PyTorch import error: the frontend converter that raised (Squeeze._impl_v13,
+    # the ATen op softmax.int) or the ops the PyTorch importer has none for.
     converter = extra.get("converter", "") if outcome.get("stage") == "import" else ""
     return (f" @ {site}" if site else "") + (f" [pass {failing_pass}]" if failing_pass else "") \
         + (f" [primitive {prim}]" if prim else "") \

@@ -106,9 +106,12 @@ def title(outcome: Outcome, ir: str = "relax", status: str = "new") -> str:
     else:
         text = f"{etype + ' ' if etype else ''}{where.strip() or 'failure'}: {msg}{site}"
     tag = {"known": "[Known bug]", "expected": "[Expected, not a bug]"}.get(status, "[Bug]")
-    area = {"tir": "TIR", "onnx": "Relax][Frontend][ONNX"}.get(ir, "Relax")
+    area = {"tir": "TIR", "onnx": "Relax][Frontend][ONNX",
+            "torch": "Relax][Frontend][PyTorch"}.get(ir, "Relax")
     if ir == "onnx" and kind == "shape_inference":
         text = f"ONNX import declares the wrong output type: {msg}"
+    if ir == "torch" and kind == "shape_inference":
+        text = f"from_exported_program declares the wrong output type: {msg}"
     return f"{tag}[{area}] {text}"
 
 
@@ -120,6 +123,13 @@ def _expected_text(outcome: Outcome, ir: str = "relax") -> str:
                 "output types are the ones onnxruntime computes.")
     if ir == "onnx" and kind == "numeric":
         return "The outputs agree with onnxruntime's (within the usual floating-point tolerance)."
+    if ir == "torch" and outcome.stage == "import":
+        return ("Eager PyTorch runs the module below and `torch.export` exports it, so "
+                "`tvm.relax.frontend.torch.from_exported_program` imports it into a module "
+                "whose declared output types are the ones eager PyTorch computes.")
+    if ir == "torch" and kind == "numeric":
+        return ("The outputs agree with eager PyTorch's (within the usual floating-point "
+                "tolerance).")
     if ir == "tir" and kind not in ("numeric", "roundtrip", "late_validation"):
         return ("The PrimFunc is well-formed (`tvm.tirx.analysis.verify_well_formed` accepts "
                 "it), so it schedules, builds and runs, or TVM reports a user-facing error "
@@ -345,6 +355,8 @@ def report_markdown(red, variants: list, affected: Optional[dict] = None) -> str
     onnx_lines: list = []
     if ir == "onnx":
         onnx_lines = _onnx_lines(program)
+    elif ir == "torch":
+        onnx_lines = _torch_lines(program)
     lines += [
         "### Environment",
         "",
@@ -359,23 +371,29 @@ def report_markdown(red, variants: list, affected: Optional[dict] = None) -> str
         "",
         "```bash",
         (f"pip install apache-tvm=={v['apache-tvm']} numpy" if v["apache-tvm"] else
-         "pip install apache-tvm numpy") + (" onnx onnxruntime" if ir == "onnx" else ""),
+         "pip install apache-tvm numpy") + (" onnx onnxruntime" if ir == "onnx" else
+                                            " torch" if ir == "torch" else ""),
         "python repro.py   # exit 1: reproduces; 0: fixed; 2: fails differently",
         "```",
         "",
         _repro_text(o, meta, bool(red.repro.get("module_json")),
                     builder=not red.script and bool(red.repro.get("builder")))
-        if ir != "onnx" else
+        if ir not in ("onnx", "torch") else
         ("`repro.py` (attached) builds the ONNX model below with `onnx.helper`, runs it in "
          "onnxruntime on the embedded inputs (the reference), imports it with `from_onnx` "
-         "(options above), then builds and runs the imported module as listed above."),
+         "(options above), then builds and runs the imported module as listed above.")
+        if ir == "onnx" else
+        ("`repro.py` (attached) defines the `torch.nn.Module` below, runs it in eager PyTorch "
+         "on the embedded inputs (the reference), exports it with `torch.export`, imports it "
+         "with `from_exported_program` (options below), then builds and runs the imported "
+         "module as listed above."),
         "",
         *onnx_lines,
-        "### Imported module" if ir == "onnx" else "### Reduced module",
+        "### Imported module" if ir in ("onnx", "torch") else "### Reduced module",
         "",
         "```python",
         red.script.strip() if red.script else (red.repro.get("builder") or "").strip()
-        or ("(none: the import fails)" if ir == "onnx" and o.stage == "import"
+        or ("(none: the import fails)" if ir in ("onnx", "torch") and o.stage == "import"
             else "(could not be printed)"),
         "```",
         "",
@@ -416,6 +434,27 @@ def _onnx_lines(program) -> list[str]:
             "```python", source, "```", ""]
 
 
+def _torch_lines(program) -> list[str]:
+    """A PyTorch case's nn.Module (its source) and its export and import options."""
+    from fuzz.inputs import make_inputs
+    from fuzz.torch_export import TorchOptions, full_source
+
+    opts = TorchOptions.from_json(program.meta.get("torch") or {})
+    try:
+        _, arrays = make_inputs(program, program.meta.get("seed") or 0)
+        source = full_source(program, opts, arrays).strip()
+    except Exception as e:  # noqa: BLE001 - the report is still worth writing
+        source = f"# the module could not be written: {type(e).__name__}: {e}"
+    flags = ", ".join(f"{k}={bool(getattr(opts, k))}" for k in (
+        "keep_params_as_input", "unwrap_unit_return_tuple", "no_bind_return_tuple",
+        "run_ep_decomposition"))
+    return ["### PyTorch module", "",
+            f"`torch.export.export(Model(), inputs, dynamic_shapes=DYNAMIC as Dim.AUTO)`"
+            f"{'.run_decompositions()' if opts.decompose else ''}; import: "
+            f"`from_exported_program(ep, {flags})`.", "",
+            "```python", source, "```", ""]
+
+
 def _tir_lines(program, o: Outcome, st: dict) -> list[str]:
     """For a TIR case: why a malformed buffer matters, and the schedule that was applied."""
     if program is None or program.ir != "tir":
@@ -453,13 +492,14 @@ def write_outputs(red, variants: Optional[list] = None, affected: Optional[dict]
         or failing_variants(program, red.outcome)
     if program is not None:
         w.write("case.json", program.dumps())
-    if program is not None and program.ir == "onnx":
-        from .repro import onnx_repro_text
+    if program is not None and program.ir in ("onnx", "torch"):
+        from .repro import onnx_repro_text, torch_repro_text
 
         if red.script:
             w.write("case.py", red.script)   # the module TVM imported
-        w.write("repro.py", onnx_repro_text(program, red.outcome, variants,
-                                            red.repro.get("schedule_traces")), mode=0o755)
+        make = onnx_repro_text if program.ir == "onnx" else torch_repro_text
+        w.write("repro.py", make(program, red.outcome, variants,
+                                 red.repro.get("schedule_traces")), mode=0o755)
     elif red.script and program is not None and program.ir == "tir":
         from .tir_repro import tir_repro_text
 

@@ -184,7 +184,8 @@ def repro_text(script: str, outcome: Outcome, program: Optional[Program] = None,
                timeout: float = 60.0, near_valid: bool = False,
                inputs_by_name: Optional[dict] = None, module_json: str = "",
                schedule_traces: Optional[dict] = None, builder: bool = False,
-               onnx: Optional[dict] = None, entry: Optional[str] = None) -> str:
+               onnx: Optional[dict] = None, entry: Optional[str] = None,
+               torch: Optional[dict] = None) -> str:
     """repro.py's text. ``module_json``: ``tvm.ir.save_json`` of the module the finding built,
     where ``script`` does not parse back to it; ``schedule_traces``: per index of a
     "scheduled" variant, ``{"traces": ...}`` (``worker.tir_schedule.step_traces``) or
@@ -192,6 +193,9 @@ def repro_text(script: str, outcome: Outcome, program: Optional[Program] = None,
     (``fuzz.materialize.builder_source``), for a finding TVM meets while constructing it.
     ``onnx``: an ONNX finding (``onnx_repro_text``): ``script`` builds the model with
     onnx.helper, ``onnx`` holds the graph inputs' names and values and the import options.
+    ``torch``: a PyTorch finding (``torch_repro_text``): ``script`` is the nn.Module's
+    source, ``torch`` holds forward's inputs' names and values and the export and import
+    options.
     ``entry``: the Relax function the user chose (``--entry``; None: repro.py chooses as
     tvmfuzz did, ``script_inputs.entry_function``)."""
     v = versions()
@@ -223,6 +227,16 @@ def repro_text(script: str, outcome: Outcome, program: Optional[Program] = None,
         case["onnx"] = {"feeds": onnx["feeds"], "options": onnx["options"]}
         case["inputs"] = {"how": "arrays", "data": pack(onnx["arrays"])}
         shared += "\n\n".join(inspect.getsource(o).rstrip() for o in ONNX_CODE) + "\n\n\n"
+    if torch is not None:
+        import inspect
+
+        from worker.onnx_judge import REPRO_CODE as ONNX_CODE
+        from worker.torch_judge import REPRO_CODE as TORCH_CODE
+
+        case["torch"] = {"inputs": torch["inputs"], "options": torch["options"]}
+        case["inputs"] = {"how": "arrays", "data": pack(torch["arrays"])}
+        shared += "\n\n".join(inspect.getsource(o).rstrip()
+                              for o in ONNX_CODE + TORCH_CODE) + "\n\n\n"
     if entry:
         case["entry"] = entry
     if module_json:
@@ -250,6 +264,12 @@ def repro_text(script: str, outcome: Outcome, program: Optional[Program] = None,
         import onnxruntime
 
         pip += f" onnx=={onnx_pkg.__version__} onnxruntime=={onnxruntime.__version__}"
+    if torch is not None:
+        import torch as torch_pkg
+
+        pip += f" torch=={torch_pkg.__version__.split('+')[0]}"
+        if "bfloat16" in script:
+            pip += " ml_dtypes"
     text = TEMPLATE.read_text()
     text = text[text.index("#!/usr/bin/env python3"):]
     title = outcome.signature.replace('"' * 3, "'" * 3).replace(chr(92), "/")[:300]
@@ -278,3 +298,22 @@ def onnx_repro_text(program: Program, outcome: Outcome,
                       schedule_traces=schedule_traces,
                       onnx={"feeds": list(fed), "arrays": list(fed.values()),
                             "options": opts.to_json()})
+
+
+def torch_repro_text(program: Program, outcome: Outcome,
+                     variants: Optional[list] = None,
+                     schedule_traces: Optional[dict] = None) -> str:
+    """repro.py of a PyTorch finding (``fuzz.model.TorchProgram``): the nn.Module's source
+    (``fuzz.torch_export.full_source``), eager PyTorch's outputs as the reference,
+    ``torch.export`` and TVM's import with the case's options, then the Relax reproducer's own
+    build, run and comparison under the finding's variants."""
+    from fuzz.inputs import make_inputs
+    from fuzz.torch_export import TorchOptions, full_source, user_inputs
+
+    opts = TorchOptions.from_json(program.meta.get("torch") or {})
+    _, arrays = make_inputs(program, program.meta.get("seed") or 0)
+    fed = user_inputs(program, opts, arrays)
+    return repro_text(full_source(program, opts, arrays), outcome, program, variants,
+                      schedule_traces=schedule_traces,
+                      torch={"inputs": list(fed), "arrays": list(fed.values()),
+                             "options": opts.to_json()})

@@ -130,6 +130,53 @@ def load_onnx():
                          keep_params_in_input=bool(options.get("keep_params_in_input")))
 
 
+TORCH = {}   # a PyTorch finding: eager PyTorch's outputs and the inputs by name (load_torch)
+
+
+def load_torch():
+    """A PyTorch finding: SCRIPT defines the torch.nn.Module (Model) and the dims exported
+    as dynamic (DYNAMIC); eager PyTorch runs it on the finding's inputs (its outputs are the
+    reference); torch.export exports it (then run_decompositions() where the finding did) and
+    TVM's from_exported_program imports it with the finding's flags. An import error is raised
+    to the caller."""
+    import warnings
+
+    import torch
+    from tvm.relax.frontend.torch import from_exported_program
+
+    scope = {}
+    exec(compile(SCRIPT, "torch_model.py", "exec"), scope)
+    model = scope["Model"]().eval()
+    names = CASE["torch"]["inputs"]
+    arrays = unpack(CASE["inputs"]["data"])
+    args = tuple(to_torch(a) for a in arrays)
+    torch.set_num_threads(1)
+    with torch.no_grad():
+        TORCH["expected"] = [to_numpy(t) for t in model(*args)]
+    TORCH["by_name"] = dict(zip(names, arrays))
+    options = CASE["torch"]["options"]
+    print(f"exporting with torch.export (dynamic dims {scope.get('DYNAMIC') or {}}, "
+          f"run_decompositions: {bool(options.get('decompose'))})", flush=True)
+    ep = export_program(model, args, names, scope.get("DYNAMIC") or {},
+                        bool(options.get("decompose")))
+    flags = {k: bool(options.get(k)) for k in ("keep_params_as_input",
+                                               "unwrap_unit_return_tuple",
+                                               "no_bind_return_tuple", "run_ep_decomposition")}
+    print(f"importing with from_exported_program({', '.join(f'{k}={v}' for k, v in flags.items())})",
+          flush=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return from_exported_program(ep, **flags)
+
+
+def torch_dim_value(d):
+    """A dim of the imported module's type: a number or a symbolic variable of main's
+    parameters, bound by the inputs' dims; None otherwise."""
+    if hasattr(d, "value"):
+        return int(d.value)
+    return TORCH["dims"].get(str(d))
+
+
 def onnx_dim_value(d):
     """A dim of the imported module's type: a number, a symbolic variable named after the
     ONNX input's dim_param, or None (another expression)."""
@@ -142,6 +189,8 @@ def make_inputs(mod):
     if CASE.get("onnx"):   # main's parameters by name: graph inputs, initializers kept
         names = [getattr(p, "name", None) or p.name_hint for p in mod["main"].params]
         return [ONNX["by_name"][n] for n in names]
+    if CASE.get("torch"):   # main's user inputs by name, then the weights it kept
+        return main_inputs(mod, TORCH["by_name"])
     spec = CASE["inputs"]
     if spec["how"] == "arrays":      # the finding's own inputs
         return unpack(spec["data"])
@@ -233,7 +282,18 @@ def attempt():
     from tvm import relax
 
     near_valid = CASE.get("near_valid", False)
-    if CASE.get("onnx"):
+    if CASE.get("torch"):
+        try:
+            mod = load_torch()
+        except Exception as e:
+            traceback.print_exc()
+            return ("import", type(e).__name__, str(e), "")
+        ret = getattr(mod["main"], "ret_ty", None) or mod["main"].ret_struct_info
+        TORCH["dims"] = torch_dims(mod, main_inputs(mod, TORCH["by_name"]))
+        problem = output_type_problem(ret, TORCH["expected"], torch_dim_value, "eager PyTorch")
+        if problem:
+            return ("import", "", problem, "")
+    elif CASE.get("onnx"):
         try:
             mod = load_onnx()
         except Exception as e:
@@ -244,7 +304,7 @@ def attempt():
         if problem:
             return ("import", "", problem, "")
     try:
-        mod = mod if CASE.get("onnx") else load_module(near_valid)
+        mod = mod if CASE.get("onnx") or CASE.get("torch") else load_module(near_valid)
     except Exception as e:
         if CASE.get("builder"):
             traceback.print_exc()
@@ -318,8 +378,9 @@ def attempt():
             if not wf:
                 return ("well_formed", "", "ill-formed module builds and runs", "")
             exact = not v.get("inexact")
-            if (CASE.get("expected") or CASE.get("onnx")) and exact:
-                want_out = ONNX["expected"] if CASE.get("onnx") else unpack(CASE["expected"])
+            if (CASE.get("expected") or CASE.get("onnx") or CASE.get("torch")) and exact:
+                want_out = (ONNX["expected"] if CASE.get("onnx") else TORCH["expected"]
+                            if CASE.get("torch") else unpack(CASE["expected"]))
                 diff = differs(want_out, out, CASE["tol"])
                 if diff:
                     return ("compare", "", diff, "")

@@ -98,6 +98,12 @@ def test_model_pass_candidates_are_smaller_at_a_declared_measure():
 
             prog = OnnxProgram.of(prog, {"opset": 18, "weights": True, "dynamic": True,
                                          "shape_ops": True, "keep_params_in_input": True})
+        elif seed % 3 == 1 and seed % 2:   # a PyTorch case, options off their defaults
+            from fuzz.model import TorchProgram
+
+            prog = TorchProgram.of(prog, {"weights": True, "decompose": True,
+                                          "keep_params_as_input": True,
+                                          "run_ep_decomposition": False})
         prog.meta["variants"] = json.loads(json.dumps(VARIANTS))
         ops = [n.op for f in prog.functions for n in f.nodes() if n.op.startswith("relax.")]
         hinted = Outcome("fail", "crash", message=f"Op({ops[0]})",

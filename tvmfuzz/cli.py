@@ -241,8 +241,10 @@ def gen(count, seed, out, mode, ops, ir, axis_separators):
               help="comma list of the IRs to generate: relax (graph programs), tir (PrimFuncs), "
                    "seeded (mutants of --seeds modules; alone: only those), "
                    "onnx (graph programs as ONNX models, imported by TVM's frontend; needs onnx "
-                   "and onnxruntime)  [default: relax,tir,onnx where onnx imports, else "
-                   "relax,tir; with --seeds: seeded too, half the cases seeded]")
+                   "and onnxruntime), torch (graph programs as torch.nn.Modules through "
+                   "torch.export and from_exported_program; needs torch: tvmfuzz[torch])  "
+                   "[default: relax,tir plus onnx where onnx imports and torch where torch is "
+                   "installed; with --seeds: seeded too, half the cases seeded]")
 @click.option("--schedules/--no-schedules", default=True, show_default=True,
               help="apply random s_tir schedule primitives to some TIR cases")
 @click.option("--seeds", "seeds_spec", default=None, metavar="DIR",
@@ -272,12 +274,18 @@ def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_di
     if ir is None:
         ir = ",".join(available_irs(tvm_python))
     irs = tuple(dict.fromkeys(t.strip() for t in ir.split(",") if t.strip()))
-    if not irs or set(irs) - {"relax", "tir", "onnx", "seeded"}:
-        raise click.UsageError(f"--ir: {ir!r}: give a comma list of relax, tir, onnx, seeded")
-    if given is not None and "onnx" in irs and "onnx" not in available_irs(tvm_python):
-        where = "" if not tvm_python else f" (in {tvm_python} too" + (
-            f": tvmfuzz env add {env_version} --with onnx)" if env_version else ")")
-        raise click.UsageError("--ir onnx: needs the onnx and onnxruntime packages" + where)
+    if not irs or set(irs) - {"relax", "tir", "onnx", "torch", "seeded"}:
+        raise click.UsageError(f"--ir: {ir!r}: give a comma list of relax, tir, onnx, torch, "
+                               "seeded")
+    if given is not None and {"onnx", "torch"} & set(irs):
+        have = available_irs(tvm_python)
+        if "onnx" in irs and "onnx" not in have:
+            where = "" if not tvm_python else f" (in {tvm_python} too" + (
+                f": tvmfuzz env add {env_version} --with onnx)" if env_version else ")")
+            raise click.UsageError("--ir onnx: needs the onnx and onnxruntime packages" + where)
+        if "torch" in irs and "torch" not in have:
+            raise click.UsageError("--ir torch: needs torch (pip install 'tvmfuzz[torch]')"
+                                   + (f" (in {tvm_python} too)" if tvm_python else ""))
     if resume and seeds_spec is None:   # a resumed campaign mutates the seeds it had
         try:
             seeds_spec = json.loads((Path(out) / "campaign.json").read_text()).get("seeds")

@@ -155,7 +155,9 @@ def _judge(outcomes: list[Outcome], want: str) -> dict:
     elif verdict == "invalid":
         v = "error"
         what = {"not_tvmscript": "does not parse",
-                "generator": "cannot be materialized"}.get(first.kind, "cannot be judged")
+                "generator": "cannot be materialized",
+                "needs_torch": "cannot be judged without torch (a PyTorch case)"}.get(
+                    first.kind, "cannot be judged")
         msg = (f"{what} on this release: {first.error_type or first.kind}: "
                f"{first.message}").strip()[:400]
         sig = ""

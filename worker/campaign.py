@@ -57,6 +57,7 @@ def case_variants(seed: int, targets=TARGET_KINDS, alternatives: int = 1,
 
 TIR_SHARE = 0.35      # of cases, when a campaign fuzzes both Relax and TIR
 ONNX_SHARE = 0.25     # of cases, when a campaign fuzzes ONNX models beside Relax
+TORCH_SHARE = 0.2     # of cases, when a campaign fuzzes PyTorch modules beside Relax
 SCHEDULE_SHARE = 0.6  # of TIR cases, when schedules are on
 
 
@@ -65,7 +66,8 @@ def case_ir(seed: int, ir=("relax",)) -> str:
     Relax, the others split the whole in proportion)."""
     if len(ir) == 1:
         return ir[0]
-    shares = [(k, s) for k, s in (("tir", TIR_SHARE), ("onnx", ONNX_SHARE)) if k in ir]
+    shares = [(k, s) for k, s in (("tir", TIR_SHARE), ("onnx", ONNX_SHARE),
+                                  ("torch", TORCH_SHARE)) if k in ir]
     if "relax" not in ir:
         total = sum(s for _, s in shares)
         shares = [(k, s / total) for k, s in shares]
@@ -77,25 +79,37 @@ def case_ir(seed: int, ir=("relax",)) -> str:
     return "relax"
 
 
+def _imports_there(python: Optional[str], code: str) -> bool:
+    import subprocess
+
+    try:
+        r = subprocess.run([python, "-c", code], capture_output=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return r.returncode == 0
+
+
 def available_irs(python: Optional[str] = None) -> tuple:
-    """The IRs this installation can fuzz: onnx only where onnx and onnxruntime import, here
-    and (``python``: another TVM's interpreter, whose sandbox judges the cases) there."""
+    """The IRs this installation can fuzz: onnx only where onnx and onnxruntime import, torch
+    only where torch is installed (the ``tvmfuzz[torch]`` extra; found, not imported: importing
+    it takes seconds), here and (``python``: another TVM's interpreter, whose sandbox judges the
+    cases) there."""
+    import importlib.util
+
+    out = ["relax", "tir"]
     try:
         import onnx  # noqa: F401
         import onnxruntime  # noqa: F401
+        if not python or _imports_there(python, "import onnx, onnxruntime"):
+            out.append("onnx")
     except ImportError:
-        return ("relax", "tir")
-    if python:
-        import subprocess
-
-        try:
-            r = subprocess.run([python, "-c", "import onnx, onnxruntime"], capture_output=True,
-                               timeout=120)
-        except (OSError, subprocess.SubprocessError):
-            return ("relax", "tir")
-        if r.returncode != 0:
-            return ("relax", "tir")
-    return ("relax", "tir", "onnx")
+        pass
+    if importlib.util.find_spec("torch") is not None and (
+            not python or _imports_there(
+                python, "import importlib.util, sys; "
+                        "sys.exit(importlib.util.find_spec('torch') is None)")):
+        out.append("torch")
+    return tuple(out)
 
 
 def make_case(seed: int, mode: Optional[str], targets=TARGET_KINDS, ir=("relax",),
@@ -115,6 +129,8 @@ def make_case(seed: int, mode: Optional[str], targets=TARGET_KINDS, ir=("relax",
         return make_tir_case(seed, case_mode(seed, mode), schedules, features)
     if chosen == "onnx":
         return make_onnx_case(seed, targets, schedules)
+    if chosen == "torch":
+        return make_torch_case(seed, targets, schedules)
     prog = generate(seed, mode=case_mode(seed, mode))
     prog.meta["variants"] = case_variants(seed, targets, schedules=schedules)
     return prog
@@ -158,6 +174,41 @@ def make_onnx_case(seed: int, targets=TARGET_KINDS, schedules: bool = False):
     if random.Random(seed * 7919 + 43).random() < EXPOSE_SHARE:
         prog = expose_values(prog)   # every intermediate's imported type checked too
     prog = OnnxProgram.of(prog, options)
+    prog.meta["variants"] = case_variants(seed, targets, schedules=schedules)
+    return prog
+
+
+TORCH_TRIES = 8   # programs drawn from the ops torch has until one has a torch form
+
+
+def torch_options(seed: int) -> dict:
+    """A seed's PyTorch export and import options (fuzz.torch_export.TorchOptions)."""
+    rng = random.Random(seed * 7919 + 53)
+    weights = rng.random() < 0.35
+    return {"weights": weights, "dynamic": rng.random() < 0.25,
+            "decompose": rng.random() < 0.5,
+            "keep_params_as_input": weights and rng.random() < 0.5,
+            "unwrap_unit_return_tuple": rng.random() < 0.3,
+            "no_bind_return_tuple": rng.random() < 0.3,
+            "run_ep_decomposition": rng.random() < 0.7}
+
+
+def make_torch_case(seed: int, targets=TARGET_KINDS, schedules: bool = False):
+    """A PyTorch case: a valid program of the ops torch has (``fuzz.torch_export``), drawn
+    again (another sub-seed) until it has a torch form; after TORCH_TRIES draws the last one
+    is kept, and its judge says ``not_exportable``."""
+    from fuzz.model import TorchProgram
+    from fuzz.torch_export import EXPORTABLE_OPS, exportable
+
+    for attempt in range(TORCH_TRIES):
+        prog = generate(seed * TORCH_TRIES + attempt, mode="valid", ops=EXPORTABLE_OPS)
+        try:
+            if exportable(prog) is None:
+                break
+        except Exception:  # noqa: BLE001 - the exporter's defect: the judge reports it
+            break
+    prog.meta.update(seed=seed, mode="valid", torch_attempt=attempt)
+    prog = TorchProgram.of(prog, torch_options(seed))
     prog.meta["variants"] = case_variants(seed, targets, schedules=schedules)
     return prog
 
@@ -292,6 +343,9 @@ class Stats:
     ops: set = field(default_factory=set)
     catalogue_size: int = 0
     irs: collections.Counter = field(default_factory=collections.Counter)
+    ir_seconds: collections.Counter = field(default_factory=collections.Counter)   # judge time
+    # findings by the case's kind (IR) and the stage that failed ("torch import")
+    ir_stages: collections.Counter = field(default_factory=collections.Counter)
     # schedule primitive -> [cases it was applied in, of which findings]
     primitives: dict = field(default_factory=dict)
     # GPU target kind, and dlight rule -> [cases built for it, findings its variant made]
@@ -303,11 +357,15 @@ class Stats:
     # invalid near-valid mutants: TVM refused to construct them (an edge attribute out of
     # range, an annotation inference rejects), which is the refusal intended, not a defect
     refused_mutants: int = 0
-    # invalid ONNX cases whose program has no ONNX form at the case's opset (not_exportable)
+    # invalid ONNX cases whose program has no ONNX form at the case's opset, PyTorch cases
+    # whose program has no torch form (not_exportable)
     not_exportable: int = 0
     # coverage cells for report.html: "op|dtype" and "pass|op" -> [cases, findings among them]
     op_dtype: dict = field(default_factory=dict)
     pass_op: dict = field(default_factory=dict)
+    # invalid PyTorch cases eager torch or torch.export refuses, or where eager torch is not
+    # numpy (torch_rejected, torch_disagrees): the export's limits, not TVM's
+    torch_refused: int = 0
 
     def add(self, prog, outcome: Outcome) -> None:
         v = outcome.verdict
@@ -315,7 +373,10 @@ class Stats:
         mutant = prog.meta.get("mode") == "near-valid"
         self.refused_mutants += v == "invalid" and mutant
         self.not_exportable += v == "invalid" and not mutant and outcome.kind == "not_exportable"
+        self.torch_refused += v == "invalid" and outcome.kind in ("torch_rejected",
+                                                                  "torch_disagrees")
         self.irs[prog.ir] += 1
+        self.ir_seconds[prog.ir] += float(outcome.seconds or 0.0)
         self.ops.update(prog.ops())
         self._count_cells(prog, v == "fail")
         steps = outcome.extra.get("schedule") or []
@@ -326,6 +387,7 @@ class Stats:
         self._count_gpu(prog, outcome)
         if v == "fail":
             self.kinds[outcome.kind] += 1
+            self.ir_stages[f"{prog.ir} {outcome.stage or outcome.kind}"] += 1
             sig = outcome.signature
             entry = self.signatures.setdefault(sig, [0, prog.meta.get("seed")])
             entry[0] += 1
@@ -421,6 +483,13 @@ class Stats:
                 "not_exportable": self.not_exportable,
                 "op_coverage": f"{len(self.ops)}/{self.catalogue_size}",
                 "cases_by_ir": dict(self.irs),
+                # each kind's cases per second of judging time in its sandboxes (the same
+                # machine and run for every kind: comparable with each other)
+                "judged_per_s_by_ir": {k: round(n / self.ir_seconds[k], 2)
+                                       for k, n in sorted(self.irs.items())
+                                       if self.ir_seconds[k] > 0},
+                "findings_by_ir_stage": dict(sorted(self.ir_stages.items())),
+                "torch_refused": self.torch_refused,
                 "schedule_primitives": {p: {"cases": c, "findings": f}
                                         for p, (c, f) in sorted(self.primitives.items())},
                 "gpu_targets": {k: {"cases": c, "findings": f}
@@ -475,6 +544,12 @@ class Display:
         t.add_row("verdicts", ", ".join(f"{k} {v}" for k, v in sorted(snap["verdicts"].items())))
         t.add_row("findings by kind", ", ".join(
             f"{k} {v}" for k, v in sorted(snap["findings_by_kind"].items())) or "none")
+        if snap.get("findings_by_ir_stage"):
+            t.add_row("findings by IR, stage", ", ".join(
+                f"{k} {v}" for k, v in snap["findings_by_ir_stage"].items()))
+        if len(snap.get("judged_per_s_by_ir") or {}) > 1:
+            t.add_row("judged cases/s by IR", ", ".join(
+                f"{k} {v}" for k, v in snap["judged_per_s_by_ir"].items()))
         t.add_row("unique signatures", str(snap["unique_signatures"]))
         t.add_row("bugs", f"{snap['unique_bugs']} ({snap['new_bugs']} new)")
         t.add_row("validity", f"{100 * snap['validity']:.1f}%")
@@ -799,13 +874,22 @@ def _summarize(out_dir: Path, stats: Stats, plan: SeedPlan, start: int, echo,
     v = stats.verdicts
     echo(f"{stats.cases} cases in {snap['t']:.0f}s ({snap['cases_per_s']}/s): pass {v['pass']}, "
          f"fail {v['fail']}, invalid {v['invalid']} (generator defects "
-         f"{v['invalid'] - stats.refused_mutants - stats.not_exportable}, near-valid mutants "
+         f"{v['invalid'] - stats.refused_mutants - stats.not_exportable - stats.torch_refused}"
+         f", near-valid mutants "
          f"TVM refused to construct {stats.refused_mutants}"
-         + (f", ONNX cases with no ONNX form {stats.not_exportable}" if stats.not_exportable
-            else "") + "), "
+         + (f", ONNX or PyTorch cases with no form there {stats.not_exportable}"
+            if stats.not_exportable else "")
+         + (f", PyTorch modules eager torch or torch.export refuse {stats.torch_refused}"
+            if stats.torch_refused else "") + "), "
          f"rejected (mutants both verifier and build refuse) {v['rejected']}")
     if len(stats.irs) > 1 or set(stats.irs) - {"relax"}:
-        echo("cases by IR: " + ", ".join(f"{k} {n}" for k, n in sorted(stats.irs.items())))
+        rates = snap.get("judged_per_s_by_ir") or {}
+        echo("cases by IR: " + ", ".join(
+            f"{k} {n}" + (f" ({rates[k]}/s judged)" if k in rates else "")
+            for k, n in sorted(stats.irs.items())))
+        if stats.ir_stages:
+            echo("findings by IR and stage: " + ", ".join(
+                f"{k} {n}" for k, n in sorted(stats.ir_stages.items())))
     if stats.primitives:
         echo("schedule primitives (cases applied in, findings among them):")
         for p, (c, f) in sorted(stats.primitives.items(), key=lambda kv: -kv[1][0]):

@@ -10,10 +10,12 @@ A case is a value of one kind:
 | ``tvmscript`` | TVMScript text: a user's module, a reducer's candidate | ``worker.script_judge.judge_script`` |
 | ``seeded`` | a TVMScript seed and its mutation (``fuzz.seeded.SeededCase``) | ``worker.seed_mutate.judge_seeded`` |
 | ``onnx`` | a Relax program model exported to ONNX with its opset and import options (``fuzz.model.OnnxProgram``) | ``worker.onnx_judge.judge_onnx`` |
+| ``torch`` | a Relax program model written as a ``torch.nn.Module`` with its export and import options (``fuzz.model.TorchProgram``) | ``worker.torch_judge.judge_torch`` |
 
-Relax models, text and ONNX models share one judging loop (``worker.execute.judge_module``);
-they differ only in how the module is made (materialized, parsed, imported by TVM's ONNX
-frontend) and what gives the inputs and the reference (numpy, none, onnxruntime). TIR cases have
+Relax models, text, ONNX and PyTorch models share one judging loop
+(``worker.execute.judge_module``); they differ only in how the module is made (materialized,
+parsed, imported by TVM's ONNX or PyTorch frontend) and what gives the inputs and the reference
+(numpy, none, onnxruntime, eager PyTorch). TIR cases have
 their own stages (a schedule before the variants, ``tvm.tirx.build``).
 
 Every consumer (campaign, smoke, Celery workers, replay, the reducer's oracle, bisect) builds
@@ -134,6 +136,20 @@ class OnnxCase(_ModelCase):
         return judge_onnx
 
 
+class TorchCase(_ModelCase):
+    """A program model written as a ``torch.nn.Module`` (``fuzz.torch_export``), exported with
+    ``torch.export`` and imported by TVM; the job is the model case's (the options travel in
+    the case, ``meta["torch"]``)."""
+
+    name, ir = "torch", "torch"
+
+    @staticmethod
+    def _judge_program():
+        from .torch_judge import judge_torch
+
+        return judge_torch
+
+
 class ScriptCase(CaseKind):
     """TVMScript text. The script guard checks it before it is sent (``job`` refuses unsafe
     text with ``UnsafeScript``) and again in the child before TVM parses it."""
@@ -202,7 +218,7 @@ class SeededKind(_ModelCase):
 
 
 KINDS: tuple[CaseKind, ...] = (RelaxCase(), TirCase(), ScriptCase(), SeededKind(),
-                                 OnnxCase())
+                                 OnnxCase(), TorchCase())
 
 
 def kind_of(value: Any) -> CaseKind:
@@ -220,7 +236,7 @@ def kind_of_job(job: dict) -> CaseKind:
     if job.get("kind") == "seeded":
         return KINDS[3]
     program_kind = (job.get("program") or {}).get("kind")
-    return {"tir": KINDS[1], "onnx": KINDS[4]}.get(program_kind, KINDS[0])
+    return {"tir": KINDS[1], "onnx": KINDS[4], "torch": KINDS[5]}.get(program_kind, KINDS[0])
 
 
 def job(value: Any, **opts) -> dict:

@@ -57,6 +57,12 @@ def _print(job: dict) -> dict:
         from worker.onnx_judge import imported_module
 
         return {"script": to_script(imported_module(prog, job.get("input_seed", prog.meta.get("seed") or 0)))}
+    if prog.ir == "torch":
+        # What TVM imported from the case's exported program (fuzz/torch_export.py).
+        from worker.torch_judge import imported_module as torch_imported
+
+        return {"script": to_script(torch_imported(prog, job.get("input_seed",
+                                                                 prog.meta.get("seed") or 0)))}
     mod = materialize(prog)
     out = {"script": to_script(mod)}
     # For repro.py: the module itself (TVM's JSON), where the printout does not parse back
@@ -89,12 +95,15 @@ def _schedule_trace(job: dict) -> dict:
     from worker import tir_schedule as TS
     from worker import variants as V
 
-    if job.get("program") is not None and job["program"].get("kind") == "onnx":
+    if job.get("program") is not None and job["program"].get("kind") in ("onnx", "torch"):
         from fuzz.model import Program
-        from worker.onnx_judge import imported_module
 
-        # An ONNX case's module is what TVM's importer made of it, not the program model
+        # An ONNX or PyTorch case's module is what TVM's importer made of it, not the model
         prog = Program.from_json(job["program"])
+        if prog.ir == "onnx":
+            from worker.onnx_judge import imported_module
+        else:
+            from worker.torch_judge import imported_module
         mod = imported_module(prog, prog.meta.get("seed") or 0)
     elif job.get("program") is not None:
         from fuzz.materialize import materialize

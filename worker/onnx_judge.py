@@ -103,27 +103,29 @@ def _converter_of(op_name, opset) -> str:
         return str(op_name or "")
 
 
-def output_type_problem(ret, expected: list, dim_value) -> Optional[str]:
+def output_type_problem(ret, expected: list, dim_value,
+                        ref: str = "onnxruntime") -> Optional[str]:
     """Where a declared return type (``ret``: TVM's type of the imported ``main``'s result)
-    disagrees with onnxruntime's outputs (count, dtype, rank, dims; ``dim_value(d)`` gives a
-    dim's value, None where it cannot tell): one line, or None. Uses only TVM's objects'
-    attributes, so an ONNX repro.py runs this very function (reducer/repro.py)."""
+    disagrees with the reference's outputs (``ref``: onnxruntime's, eager PyTorch's; count,
+    dtype, rank, dims; ``dim_value(d)`` gives a dim's value, None where it cannot tell): one
+    line, or None. Uses only TVM's objects' attributes, so an ONNX or PyTorch repro.py runs
+    this very function (reducer/repro.py)."""
     fields = list(ret.fields) if hasattr(ret, "fields") else [ret]
     if len(fields) != len(expected):
-        return f"main returns {len(fields)} values, onnxruntime {len(expected)}"
+        return f"main returns {len(fields)} values, {ref} {len(expected)}"
     for i, (t, e) in enumerate(zip(fields, expected)):
         if not hasattr(t, "ndim") or not hasattr(t, "dtype"):
             continue
         dtype = "" if t.dtype is None else str(t.dtype)
         if dtype and dtype != str(e.dtype):
-            return f"output {i}: declared dtype {dtype}, onnxruntime gives {e.dtype}"
+            return f"output {i}: declared dtype {dtype}, {ref} gives {e.dtype}"
         if int(t.ndim) >= 0 and int(t.ndim) != e.ndim:
-            return f"output {i}: declared rank {int(t.ndim)}, onnxruntime gives shape {e.shape}"
+            return f"output {i}: declared rank {int(t.ndim)}, {ref} gives shape {e.shape}"
         dims = getattr(getattr(t, "shape", None), "values", None)
         for j, d in enumerate(dims or []):
             v = dim_value(d)
             if v is not None and v != e.shape[j]:
-                return (f"output {i}: declared shape {[str(x) for x in dims]}, onnxruntime "
+                return (f"output {i}: declared shape {[str(x) for x in dims]}, {ref} "
                         f"gives {list(e.shape)}")
     return None
 

@@ -112,6 +112,24 @@ def _onnx_options_problem(options) -> Optional[str]:
     return None
 
 
+def _torch_options_problem(prog) -> Optional[str]:
+    """A PyTorch case's options must be the ones tvmfuzz draws (known names, booleans), and
+    its program's names and attributes plain enough to be written into the nn.Module's
+    source (``fuzz.torch_export.source_problem``): the source runs in the sandbox."""
+    from fuzz.torch_export import TorchOptions, source_problem
+
+    options = prog.meta.get("torch")
+    if not isinstance(options, dict):
+        return "its PyTorch options (meta.torch) are not an object"
+    known = set(TorchOptions().to_json())
+    if set(options) - known:
+        return f"its PyTorch options have unknown fields {sorted(set(options) - known)}"
+    if not all(isinstance(v, bool) for v in options.values()):
+        return "its PyTorch options' flags are not booleans"
+    problem = source_problem(prog)
+    return f"its program cannot be written as Python: {problem}" if problem else None
+
+
 def case_problem(prog: Program) -> Optional[str]:
     """Why a case from outside (a file, the broker, a shared corpus) may not run, or None. Its
     variants are data that the sandbox turns into passes, pipelines and targets: only names
@@ -126,6 +144,10 @@ def case_problem(prog: Program) -> Optional[str]:
                 return problem
     if prog.ir == "onnx":
         problem = _onnx_options_problem(prog.meta.get("onnx"))
+        if problem:
+            return problem
+    if prog.ir == "torch":
+        problem = _torch_options_problem(prog)
         if problem:
             return problem
     ir = "tir" if prog.ir == "tir" else "relax"

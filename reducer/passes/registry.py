@@ -38,6 +38,7 @@ MODEL = (                                   # Relax cases (fuzz.model); size: mo
     "simplify_attrs.SimplifyAttrs",         # attributes toward plain values
     "simplify_variant.SimplifyVariant",     # plain build options
     "simplify_onnx.SimplifyOnnx",           # ONNX export/import flags off (ONNX cases)
+    "simplify_torch.SimplifyTorch",         # PyTorch options to defaults (PyTorch cases)
 )
 
 TIR = (                                     # TIR cases (fuzz.tir.model); size: tir/size.py

@@ -101,7 +101,18 @@ MEASURES = {                              # in size-key order: earlier ones weig
     "variant_fields": _variant_fields,    # target options, pipeline, exec mode, c target
     "onnx_options": lambda prog: sum(v is True for k, v in (prog.meta.get("onnx") or {}).items()
                                      if k != "opset"),   # ONNX export/import flags on
+    "torch_options": lambda prog: _torch_options(prog),   # PyTorch options off their defaults
 }
+def _torch_options(prog) -> int:
+    options = prog.meta.get("torch") or {}
+    if not options:
+        return 0
+    from fuzz.torch_export import TorchOptions
+
+    default = TorchOptions().to_json()
+    return sum(k in default and v != default[k] for k, v in options.items())
+
+
 STRUCTURE = ("nodes", "functions", "outputs", "variants", "params")
 
 
