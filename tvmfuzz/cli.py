@@ -245,12 +245,15 @@ def gen(count, seed, out, mode, ops, ir, axis_separators):
                    "relax,tir; with --seeds: seeded too, half the cases seeded]")
 @click.option("--schedules/--no-schedules", default=True, show_default=True,
               help="apply random s_tir schedule primitives to some TIR cases")
+@click.option("--guidance/--no-guidance", default=True, show_default=True,
+              help="generation favours op x dtype x shape cells and op->op edges not yet "
+                   "covered (OUT/coverage.json); off: each seed's program as without coverage")
 @click.option("--seeds", "seeds_spec", default=None, metavar="DIR",
               help="mutate these real modules too: TVMScript *.py and case *.json files; "
                    "'default' is the set shipped with tvmfuzz")
 def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_dir, tvm_python,
         env_version, auto_reduce, broker, insecure_broker, in_flight, ir, schedules,
-        seeds_spec):
+        guidance, seeds_spec):
     """A campaign on this machine: generate, compile and run (llvm plus a random variant) in
     crash-isolated sandboxes, judge, keep every finding. With --broker, the cases run on
     Celery workers instead (see `tvmfuzz worker`)."""
@@ -323,7 +326,7 @@ def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_di
             run_distributed(budget, out_dir, broker, seed, mode, echo=click.echo,
                             replays=replays, targets=kinds, resume=resume, live=live,
                             corpus=Path(corpus_dir), reduce=reducer, in_flight=in_flight,
-                            ir=irs, schedules=schedules)
+                            ir=irs, schedules=schedules, guidance=guidance)
         except (BrokerUnavailable, CorpusError) as e:
             raise click.UsageError(str(e))
         except BatchFailed as e:
@@ -333,7 +336,8 @@ def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_di
         run_campaign(budget, out_dir, seed, mode, echo=click.echo, replays=replays,
                      tvm_python=tvm_python, jobs=jobs, targets=kinds, resume=resume, live=live,
                      corpus=Path(corpus_dir), reduce=reducer, ir=irs, schedules=schedules,
-                     seeds=seeds, seeds_dir=seeds_spec if seeds else None)
+                     seeds=seeds, seeds_dir=seeds_spec if seeds else None,
+                     guidance=guidance)
     except CorpusError as e:
         raise click.UsageError(str(e))
     sys.exit(0)

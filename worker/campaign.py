@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from fuzz.choice import RandomChooser
+from fuzz.coverage import COVERAGE_FILE, Coverage, coverage_line, load_coverage
 from fuzz.generate import generate
 from fuzz.outcome import Outcome
 
@@ -100,7 +101,7 @@ def available_irs(python: Optional[str] = None) -> tuple:
 
 def make_case(seed: int, mode: Optional[str], targets=TARGET_KINDS, ir=("relax",),
               schedules: bool = False, features: Optional[dict] = None,
-              seeds: Optional[list] = None):
+              seeds: Optional[list] = None, guide=None):
     """The case of a seed: its IR, program, compile variants and (TIR) schedule all follow
     from the seed, so a case is regenerated exactly from (seed, options). With ``seeds``
     (``worker.seeds``) and ``seeded`` in ``ir``, some or all cases mutate a seed module."""
@@ -114,8 +115,8 @@ def make_case(seed: int, mode: Optional[str], targets=TARGET_KINDS, ir=("relax",
     if chosen == "tir":
         return make_tir_case(seed, case_mode(seed, mode), schedules, features)
     if chosen == "onnx":
-        return make_onnx_case(seed, targets, schedules)
-    prog = generate(seed, mode=case_mode(seed, mode))
+        return make_onnx_case(seed, targets, schedules, guide)
+    prog = generate(seed, mode=case_mode(seed, mode), guide=guide)
     prog.meta["variants"] = case_variants(seed, targets, schedules=schedules)
     return prog
 
@@ -137,7 +138,7 @@ def onnx_options(seed: int) -> dict:
             "shape_ops": rng.random() < 0.3, "scalar_gather": rng.random() < 0.5}
 
 
-def make_onnx_case(seed: int, targets=TARGET_KINDS, schedules: bool = False):
+def make_onnx_case(seed: int, targets=TARGET_KINDS, schedules: bool = False, guide=None):
     """An ONNX case: a valid program of the ops the exporter has at the seed's opset
     (``ops_for``), drawn
     again (another sub-seed) until it exports at the seed's opset; after ONNX_TRIES draws the
@@ -148,7 +149,7 @@ def make_onnx_case(seed: int, targets=TARGET_KINDS, schedules: bool = False):
     options = onnx_options(seed)
     ops = ops_for(options["opset"])
     for attempt in range(ONNX_TRIES):
-        prog = generate(seed * ONNX_TRIES + attempt, mode="valid", ops=ops)
+        prog = generate(seed * ONNX_TRIES + attempt, mode="valid", ops=ops, guide=guide)
         try:
             if exportable(prog, options["opset"]) is None:
                 break
@@ -305,6 +306,7 @@ class Stats:
     refused_mutants: int = 0
     # invalid ONNX cases whose program has no ONNX form at the case's opset (not_exportable)
     not_exportable: int = 0
+    coverage: Coverage = field(default_factory=Coverage)   # fuzz/coverage.py's cells
 
     def add(self, prog, outcome: Outcome) -> None:
         v = outcome.verdict
@@ -314,6 +316,7 @@ class Stats:
         self.not_exportable += v == "invalid" and not mutant and outcome.kind == "not_exportable"
         self.irs[prog.ir] += 1
         self.ops.update(prog.ops())
+        self.coverage.add_case(prog, outcome)
         steps = outcome.extra.get("schedule") or []
         for prim in sorted({s.get("prim", "?") for s in steps}):
             entry = self.primitives.setdefault(prim, [0, 0])
@@ -382,6 +385,7 @@ class Stats:
                 "refused_mutants": self.refused_mutants,
                 "not_exportable": self.not_exportable,
                 "op_coverage": f"{len(self.ops)}/{self.catalogue_size}",
+                "coverage": self.coverage.totals(),
                 "cases_by_ir": dict(self.irs),
                 "schedule_primitives": {p: {"cases": c, "findings": f}
                                         for p, (c, f) in sorted(self.primitives.items())},
@@ -423,7 +427,8 @@ class Display:
             self.echo(f"[{snap['t']:6.0f}s] {snap['cases']} cases{by_ir} "
                       f"({snap['cases_per_s']}/s), "
                       f"findings: {kinds or 'none'}; {snap['unique_signatures']} signatures, "
-                      f"{snap['unique_bugs']} bugs ({snap['new_bugs']} new), validity {100 * snap['validity']:.1f}%, ops {snap['op_coverage']}")
+                      f"{snap['unique_bugs']} bugs ({snap['new_bugs']} new), validity {100 * snap['validity']:.1f}%, ops {snap['op_coverage']}"
+                      f"; coverage: {coverage_line(snap)}")
 
     def _table(self, snap: dict):
         from rich.table import Table
@@ -441,6 +446,7 @@ class Display:
         t.add_row("bugs", f"{snap['unique_bugs']} ({snap['new_bugs']} new)")
         t.add_row("validity", f"{100 * snap['validity']:.1f}%")
         t.add_row("op coverage", snap["op_coverage"])
+        t.add_row("coverage", coverage_line(snap))
         return t
 
     def close(self) -> None:
@@ -471,6 +477,10 @@ class CampaignConfig:
     features: dict = field(default_factory=dict)   # release features (release_features)
     seeds: Optional[list] = None  # worker.seeds.Seed list (tvmfuzz run --seeds)
     seeds_dir: Optional[str] = None   # where they came from (kept for --resume)
+    guidance: bool = True        # generation favours cells and edges not yet covered
+    # the campaign's Coverage when guidance is on (the Recorder's): worker threads read its
+    # ``current`` snapshot
+    coverage: Optional[Coverage] = None
 
 
 def _worker(cfg: CampaignConfig, plan: SeedPlan, results: queue.Queue, stop: threading.Event,
@@ -479,8 +489,9 @@ def _worker(cfg: CampaignConfig, plan: SeedPlan, results: queue.Queue, stop: thr
     try:
         while not stop.is_set():
             seeds = plan.take()
+            guide = cfg.coverage.current if cfg.coverage is not None else None
             progs = [make_case(s, cfg.mode, cfg.targets, cfg.ir, cfg.schedules, cfg.features,
-                               cfg.seeds) for s in seeds]
+                               cfg.seeds, guide) for s in seeds]
             outcomes = runner.run_many(progs)
             for prog, outcome in zip(progs, outcomes):
                 # Replays draw the same schedule from the case seed; Recorder.record freezes
@@ -537,6 +548,9 @@ class Recorder:
 
         self.cfg, self.state, self.store, self.vers, self.echo = cfg, state, store, vers, echo
         self.stats = Stats(catalogue_size=len(CATALOGUE))
+        if cfg.resume:
+            self.stats.coverage = load_coverage(cfg.out_dir)
+        cfg.coverage = self.stats.coverage if cfg.guidance else None
         if store is not None:
             self.stats.user_verdicts = store.verdicts()   # they count in the summary too
         self.display = Display(echo, cfg.live)
@@ -570,6 +584,8 @@ class Recorder:
 
     def checkpoint(self, plan: SeedPlan, force: bool = False) -> None:
         _save_state(self.cfg.out_dir, plan, self.stats, self.cfg, self.state, self.extra_state)
+        _write(self.cfg.out_dir / COVERAGE_FILE, json.dumps(self.stats.coverage.to_json()))
+        self.stats.coverage.refresh()   # the next batches' guide
         snap = self.stats.snapshot()
         self.stats_file.write(json.dumps(snap) + "\n")
         self.stats_file.flush()
@@ -594,10 +610,10 @@ def run_campaign(budget_s: float, out_dir: Path, seed: int = 0, mode: Optional[s
                  corpus: Optional[Path] = None, reduce: Optional[Callable] = None,
                  ir=("relax",),
                  schedules: bool = False, seeds: Optional[list] = None,
-                 seeds_dir: Optional[str] = None) -> dict:
+                 seeds_dir: Optional[str] = None, guidance: bool = True) -> dict:
     cfg = CampaignConfig(budget_s, out_dir, seed, mode, jobs, tuple(targets), replays,
                          tvm_python, resume, live, corpus, reduce, tuple(ir), schedules,
-                         seeds=seeds, seeds_dir=seeds_dir)
+                         seeds=seeds, seeds_dir=seeds_dir, guidance=guidance)
     from .sandbox_runner import SandboxRunner
 
     def make_runner():
@@ -654,7 +670,7 @@ def _save_state(out_dir: Path, plan: SeedPlan, stats: Stats, cfg: CampaignConfig
                 before: dict, extra: Optional[dict] = None) -> None:
     _write(out_dir / "campaign.json", json.dumps({
         "watermark": plan.watermark(), "mode": cfg.mode, "ir": list(cfg.ir),
-        "schedules": cfg.schedules, **({"seeds": cfg.seeds_dir} if cfg.seeds_dir else {}),
+        "schedules": cfg.schedules, "guidance": cfg.guidance, **({"seeds": cfg.seeds_dir} if cfg.seeds_dir else {}),
         "cases": before.get("cases", 0) + stats.cases, **(extra or {})}))
 
 
@@ -675,6 +691,7 @@ def _summarize(out_dir: Path, stats: Stats, plan: SeedPlan, start: int, echo,
          + (f", ONNX cases with no ONNX form {stats.not_exportable}" if stats.not_exportable
             else "") + "), "
          f"rejected (mutants both verifier and build refuse) {v['rejected']}")
+    echo(f"coverage: {coverage_line(snap)} (cells by kind in {out_dir / COVERAGE_FILE})")
     if len(stats.irs) > 1 or set(stats.irs) - {"relax"}:
         echo("cases by IR: " + ", ".join(f"{k} {n}" for k, n in sorted(stats.irs.items())))
     if stats.primitives:
