@@ -37,6 +37,16 @@ def campaign(out: Path, guided: bool, args, extra) -> dict:
     return json.loads((out / "summary.json").read_text())
 
 
+def at_cases(out: Path, n: int) -> dict:
+    """Coverage totals at the last checkpoint with at most ``n`` cases."""
+    best = {}
+    for line in (out / "stats.jsonl").read_text().splitlines():
+        snap = json.loads(line)
+        if snap["cases"] <= n:
+            best = snap.get("coverage") or {}
+    return best
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--time", default="10m", help="each campaign's budget (tvmfuzz run --time)")
@@ -55,7 +65,8 @@ def main() -> None:
     on, off = res["on"], res["off"]
     print(f"\ncoverage after {args.time} each, --jobs {args.jobs}, seed {args.seed}:")
     print(f"  {'':22s} {'guidance on':>12s} {'guidance off':>12s}")
-    rows = [(TITLES[k], on["coverage"][k], off["coverage"][k]) for k in KINDS]
+    kinds = [k for k in KINDS if on["coverage"].get(k) or off["coverage"].get(k)]
+    rows = [(TITLES[k], on["coverage"][k], off["coverage"][k]) for k in kinds]
     rows.append(("ops", on["op_coverage"], off["op_coverage"]))
     rows.append(("cases", on["cases"], off["cases"]))
     rows.append(("cases/s", on["cases_per_s"], off["cases_per_s"]))
@@ -66,6 +77,12 @@ def main() -> None:
     rows.append(("distinct signatures", on["unique_signatures"], off["unique_signatures"]))
     for title, a, b in rows:
         print(f"  {title:22s} {str(a):>12s} {str(b):>12s}")
+    # The same number of cases: guidance changes which ops are drawn, and so the time per case
+    n = min(on["cases"], off["cases"])
+    at = {name: at_cases(base / name, n) for name in res}
+    print(f"\ncoverage after the first {n} cases of each (stats.jsonl):")
+    for k in kinds:
+        print(f"  {TITLES[k]:22s} {at['on'].get(k, 0):>12} {at['off'].get(k, 0):>12}")
     print(f"\nbugs: tvmfuzz findings --corpus {base / 'on' / 'corpus'}  (and .../off/corpus)")
 
 

@@ -18,6 +18,10 @@ work in the sandbox child):
     (``SSR``: two spatial, one reduce; ``+init``, ``+where``), ``derived`` for a block a
     primitive made (cache_read's ``A_local``); for a Relax case's legalized PrimFuncs (whose
     blocks the parent never sees) ``legalized:<block name>`` (``T_add``, ``compute``).
+``tvm_python``
+    TVM's own Python functions the case ran (``relax/op/nn/nn.py:conv2d``), only where the
+    sandbox traced them (``tvmfuzz run --py-coverage``, worker/pycoverage.py): the one kind
+    the child computes, and off by default for its cost.
 
 ``Coverage`` counts cells; ``Coverage.current`` (made by ``refresh()``) is an immutable snapshot that the generator
 (``fuzz.generate``, ``guide=``) uses to favour what is not yet covered, after HirGen's criteria:
@@ -34,11 +38,12 @@ from typing import Iterable, Optional, Sequence
 
 from .model import STRUCTURAL_OPS, TensorTy, TupleTy
 
-KINDS = ("op_dtype_shape", "edge", "pass_op", "prim_block")
+KINDS = ("op_dtype_shape", "edge", "pass_op", "prim_block", "tvm_python")
 TITLES = {"op_dtype_shape": "op x dtype x shape", "edge": "op->op edges",
-          "pass_op": "pass x op", "prim_block": "primitive x block"}
+          "pass_op": "pass x op", "prim_block": "primitive x block",
+          "tvm_python": "TVM Python functions"}
 SHORT = {"op_dtype_shape": "cells", "edge": "edges", "pass_op": "pass x op",
-         "prim_block": "prim x block"}
+         "prim_block": "prim x block", "tvm_python": "TVM py functions"}
 SHAPE_KINDS = ("static", "symbolic", "ndim", "unknown")
 _RANK = {k: i for i, k in enumerate(SHAPE_KINDS)}
 SEP = "|"
@@ -157,8 +162,10 @@ def schedule_cells(prog, outcome) -> set:
 def case_cells(prog, outcome=None) -> dict:
     """Every cell one case covers, by kind."""
     cells, edges = graph_cells(prog)
+    extra = (getattr(outcome, "extra", None) or {}) if outcome is not None else {}
     return {"op_dtype_shape": cells, "edge": edges, "pass_op": pass_cells(prog),
-            "prim_block": schedule_cells(prog, outcome) if outcome is not None else set()}
+            "prim_block": schedule_cells(prog, outcome) if outcome is not None else set(),
+            "tvm_python": set(extra.get("tvm_python") or ())}
 
 
 COVERAGE_FILE = "coverage.json"   # a campaign's cells, in its out dir
@@ -177,7 +184,8 @@ def load_coverage(out_dir) -> "Coverage":
 def coverage_line(snap: dict) -> str:
     """``cells 812, edges 640, pass x op 2310, prim x block 41`` from a stats snapshot."""
     t = snap.get("coverage") or {}
-    return ", ".join(f"{SHORT[k]} {t.get(k, 0)}" for k in KINDS)
+    return ", ".join(f"{SHORT[k]} {t.get(k, 0)}" for k in KINDS
+                     if k != "tvm_python" or t.get(k))
 
 
 # --- counting and feedback -----------------------------------------------------------------
@@ -198,10 +206,6 @@ class Coverage:
 
     def totals(self) -> dict:
         return {k: len(self.counts[k]) for k in KINDS}
-
-    def line(self) -> str:
-        t = self.totals()
-        return ", ".join(f"{SHORT[k]} {t[k]}" for k in KINDS)
 
     def refresh(self) -> "Guide":
         """A new snapshot for the generator (``current``), from the thread that adds: other
@@ -233,7 +237,7 @@ def _boost(n: float, mean: float) -> float:
     return min(CAP, max(1 / CAP, ((mean + 1.0) / (n + 1.0)) ** POWER))
 
 
-UNCOVERED_EDGE = 3.0   # an op whose edge from the previous op was never met: this much likelier
+UNCOVERED_EDGE = 6.0   # an op or operand that makes an edge never met: this much likelier
 
 
 class Guide:
@@ -265,6 +269,12 @@ class Guide:
             return base
         return [w * (UNCOVERED_EDGE if self.edges[f"{prev}->{s.name}"] == 0 else 1.0)
                 for w, s in zip(base, specs)]
+
+    def value_weights(self, op: str, producers: Sequence[Optional[str]]) -> list[float]:
+        """Operand choice among values in scope: a value whose producer's edge to ``op`` was
+        never met is UNCOVERED_EDGE times likelier (parameters and others: 1)."""
+        return [UNCOVERED_EDGE if p is not None and self.edges[f"{p}->{op}"] == 0 else 1.0
+                for p in producers]
 
     def dtype_weights(self, op: str, allowed: Iterable[str], weights: Sequence[float]
                       ) -> list[float]:

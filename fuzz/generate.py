@@ -19,7 +19,8 @@ from . import dims as D
 from .catalogue import CATALOGUE, OpSpec
 from .catalogue.spec import (DTYPE_LIMIT, FLOATS, INTS, Value, is_float, within)
 from .choice import Chooser, RandomChooser
-from .model import Block, Function, Node, Param, Program, TensorTy, TupleTy, Ty
+from .model import (STRUCTURAL_OPS, Block, Function, Node, Param, Program, TensorTy, TupleTy,
+                    Ty)
 
 MAX_NUMEL = 1 << 14     # keeps compile and run of one case in milliseconds
 SYM_NAMES = ("n", "m", "k")
@@ -48,6 +49,7 @@ class GenContext:
         self.guide = guide
         self.op: Optional[str] = None        # the op being sampled (for the dtype weights)
         self.last_op: Optional[str] = None   # the op added last (for the edge weights)
+        self.producer: dict = {}   # value name -> the catalogue op that made it (guided only)
         self.mode = mode
         self.allow_sym = allow_sym
         self.sym_names = list(sym_names)
@@ -133,6 +135,9 @@ class GenContext:
             if self.ch.boolean(0.6):
                 return cands[-1] if self.ch.boolean(0.5) else cands[max(0, len(cands) - 3):][
                     self.ch.integer(0, min(2, len(cands) - 1))]
+            if self.guide is not None and self.op is not None:   # favour uncovered edges
+                return self.ch.weighted(cands, self.guide.value_weights(
+                    self.op, [self.producer.get(v.name) for v in cands]))
             return self.ch.choice(cands)
         dtype = self.dtype(dtypes)
         lo_hi = new_range or default_range(dtype)
@@ -179,6 +184,10 @@ class GenContext:
     def add_node(self, op: str, args: list[str], attrs: dict, ty: Ty) -> Node:
         node = Node(self.fresh("v"), op, list(args), dict(attrs), ty)
         self.nodes.append(node)
+        if self.guide is not None:
+            src = self.producer.get(args[0]) if op == "get_item" and args else op
+            if src is not None and (op == "get_item" or op not in STRUCTURAL_OPS):
+                self.producer[node.name] = src
         return node
 
     def add_value(self, node: Node, lo: float, hi: float, exact: bool) -> Optional[Value]:

@@ -317,6 +317,7 @@ class Stats:
         self.irs[prog.ir] += 1
         self.ops.update(prog.ops())
         self.coverage.add_case(prog, outcome)
+        outcome.extra.pop("tvm_python", None)   # counted; too long to keep with a finding
         steps = outcome.extra.get("schedule") or []
         for prim in sorted({s.get("prim", "?") for s in steps}):
             entry = self.primitives.setdefault(prim, [0, 0])
@@ -610,11 +611,17 @@ def run_campaign(budget_s: float, out_dir: Path, seed: int = 0, mode: Optional[s
                  corpus: Optional[Path] = None, reduce: Optional[Callable] = None,
                  ir=("relax",),
                  schedules: bool = False, seeds: Optional[list] = None,
-                 seeds_dir: Optional[str] = None, guidance: bool = True) -> dict:
+                 seeds_dir: Optional[str] = None, guidance: bool = True,
+                 py_coverage: bool = False) -> dict:
     cfg = CampaignConfig(budget_s, out_dir, seed, mode, jobs, tuple(targets), replays,
                          tvm_python, resume, live, corpus, reduce, tuple(ir), schedules,
                          seeds=seeds, seeds_dir=seeds_dir, guidance=guidance)
     from .sandbox_runner import SandboxRunner
+
+    if py_coverage:   # the sandboxes trace TVM's Python functions (worker/pycoverage.py)
+        from .pycoverage import ENV
+
+        os.environ[ENV] = "1"
 
     def make_runner():
         if runner is not None:
