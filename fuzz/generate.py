@@ -19,7 +19,8 @@ from . import dims as D
 from .catalogue import CATALOGUE, OpSpec
 from .catalogue.spec import (DTYPE_LIMIT, FLOATS, INTS, Value, is_float, within)
 from .choice import Chooser, RandomChooser
-from .model import Block, Function, Node, Param, Program, TensorTy, TupleTy, Ty
+from .model import (STRUCTURAL_OPS, Block, Function, Node, Param, Program, TensorTy, TupleTy,
+                    Ty)
 
 MAX_NUMEL = 1 << 14     # keeps compile and run of one case in milliseconds
 SYM_NAMES = ("n", "m", "k")
@@ -41,8 +42,14 @@ class GenContext:
     """What an op spec sees while sampling: the values in scope and ways to make new ones."""
 
     def __init__(self, ch: Chooser, mode: str = "valid", allow_sym: bool = True,
-                 sym_names: Sequence[str] = SYM_NAMES):
+                 sym_names: Sequence[str] = SYM_NAMES, guide=None):
         self.ch = ch
+        # fuzz.coverage.Guide: favours ops, edges and (op, dtype) pairs not yet covered;
+        # None: the unguided weights (same seed, same program)
+        self.guide = guide
+        self.op: Optional[str] = None        # the op being sampled (for the dtype weights)
+        self.last_op: Optional[str] = None   # the op added last (for the edge weights)
+        self.producer: dict = {}   # value name -> the catalogue op that made it (guided only)
         self.mode = mode
         self.allow_sym = allow_sym
         self.sym_names = list(sym_names)
@@ -59,7 +66,10 @@ class GenContext:
     # --- dtypes and shapes ---------------------------------------------------------------
     def dtype(self, allowed: Sequence[str]) -> str:
         allowed = list(allowed)
-        return self.ch.weighted(allowed, [DTYPE_WEIGHTS.get(d, 1) for d in allowed])
+        weights = [DTYPE_WEIGHTS.get(d, 1) for d in allowed]
+        if self.guide is not None and self.op is not None:
+            weights = self.guide.dtype_weights(self.op, allowed, weights)
+        return self.ch.weighted(allowed, weights)
 
     def dim(self, static: bool = False, min_dim: int = 1, max_dim: int = 6) -> D.Dim:
         if not static and self.allow_sym and min_dim <= 1 and self.ch.boolean(0.15):
@@ -125,6 +135,9 @@ class GenContext:
             if self.ch.boolean(0.6):
                 return cands[-1] if self.ch.boolean(0.5) else cands[max(0, len(cands) - 3):][
                     self.ch.integer(0, min(2, len(cands) - 1))]
+            if self.guide is not None and self.op is not None:   # favour uncovered edges
+                return self.ch.weighted(cands, self.guide.value_weights(
+                    self.op, [self.producer.get(v.name) for v in cands]))
             return self.ch.choice(cands)
         dtype = self.dtype(dtypes)
         lo_hi = new_range or default_range(dtype)
@@ -171,6 +184,10 @@ class GenContext:
     def add_node(self, op: str, args: list[str], attrs: dict, ty: Ty) -> Node:
         node = Node(self.fresh("v"), op, list(args), dict(attrs), ty)
         self.nodes.append(node)
+        if self.guide is not None:
+            src = self.producer.get(args[0]) if op == "get_item" and args else op
+            if src is not None and (op == "get_item" or op not in STRUCTURAL_OPS):
+                self.producer[node.name] = src
         return node
 
     def add_value(self, node: Node, lo: float, hi: float, exact: bool) -> Optional[Value]:
@@ -194,6 +211,7 @@ def _same_shape(a, b) -> bool:
 def apply_op(ctx: GenContext, spec: OpSpec) -> Optional[Node]:
     """Sample ``spec`` in ``ctx``; add its node (and tuple items) and return it, or None."""
     mark = (len(ctx.params), len(ctx.pool), ctx._n)
+    ctx.op = spec.name
     try:
         got = spec.sample(ctx)
         if got is not None:
@@ -201,6 +219,8 @@ def apply_op(ctx: GenContext, spec: OpSpec) -> Optional[Node]:
             out = spec.infer([v.ty for v in ins], attrs)
     except Exception:  # noqa: BLE001 - a spec bug must not end a campaign; the catalogue's
         got = None      # self-test reports a spec that cannot sample ("no-sample")
+    finally:
+        ctx.op = None
     if got is None:
         _rollback(ctx, mark)
         return None
@@ -216,6 +236,7 @@ def apply_op(ctx: GenContext, spec: OpSpec) -> Optional[Node]:
             _rollback(ctx, mark)
             return None
     node = ctx.add_node(spec.name, [v.name for v in ins], attrs, out)
+    ctx.last_op = spec.name
     exact = spec.exact(ins, attrs, out)
     if isinstance(out, TupleTy):
         for i, f in enumerate(out.fields):
@@ -249,8 +270,8 @@ def _op_table(ops: Optional[tuple]):
 
 def gen_function(ch: Chooser, name: str, n_ops: int, mode: str,
                  ops: Optional[Sequence[str]] = None,
-                 callees: Sequence[Function] = ()) -> Function:
-    ctx = GenContext(ch, mode, allow_sym=ch.boolean(0.4))
+                 callees: Sequence[Function] = (), guide=None) -> Function:
+    ctx = GenContext(ch, mode, allow_sym=ch.boolean(0.4), guide=guide)
     specs, cum = _op_table(tuple(ops) if ops else None)
     # Parameters with unknown shape reach ops only through match_cast in valid programs.
     if ch.boolean(0.1):
@@ -263,7 +284,8 @@ def gen_function(ch: Chooser, name: str, n_ops: int, mode: str,
             if _call_function(ctx, ch.choice(list(callees))):
                 made += 1
             continue
-        spec = ch.weighted_cum(specs, cum)
+        spec = ch.weighted_cum(specs, cum) if guide is None else \
+            ch.weighted(specs, guide.op_weights(specs, ctx.last_op))
         if apply_op(ctx, spec) is not None:
             made += 1
     if not ctx.pool:
@@ -331,13 +353,14 @@ def _blocks(ctx: GenContext, ret: str) -> list[Block]:
 
 
 def gen_program(ch: Chooser, n_ops: int = 10, mode: str = "valid",
-                ops: Optional[Sequence[str]] = None, seed: Optional[int] = None) -> Program:
+                ops: Optional[Sequence[str]] = None, seed: Optional[int] = None,
+                guide=None) -> Program:
     funcs: list[Function] = []
     if n_ops >= 4 and ch.boolean(0.15):
         k = ch.integer(2, max(2, n_ops // 3))
-        funcs.append(gen_function(ch, "helper", k, "valid", ops))
+        funcs.append(gen_function(ch, "helper", k, "valid", ops, guide=guide))
         n_ops -= k
-    main = gen_function(ch, "main", n_ops, mode, ops, callees=funcs)
+    main = gen_function(ch, "main", n_ops, mode, ops, callees=funcs, guide=guide)
     prog = Program([main] + funcs, "main",
                    {"generator": GENERATOR_VERSION, "mode": mode, "seed": seed})
     if mode == "near-valid":
@@ -348,12 +371,17 @@ def gen_program(ch: Chooser, n_ops: int = 10, mode: str = "valid",
 
 
 def generate(seed: int, mode: str = "valid", n_ops: Optional[int] = None,
-             ops: Optional[Sequence[str]] = None) -> Program:
-    """The program for ``seed``: deterministic for one generator version."""
+             ops: Optional[Sequence[str]] = None, guide=None) -> Program:
+    """The program for ``seed``: deterministic for one generator version (and one ``guide``,
+    a ``fuzz.coverage.Guide`` snapshot: a guided program is recorded ``meta["guided"]``, and
+    its JSON, not its seed, is the case)."""
     ch = RandomChooser(seed * 1_000_003 + GENERATOR_VERSION)
     if n_ops is None:
         n_ops = ch.integer(1, 12)
-    return gen_program(ch, n_ops, mode, ops, seed)
+    prog = gen_program(ch, n_ops, mode, ops, seed, guide)
+    if guide is not None:
+        prog.meta["guided"] = True
+    return prog
 
 
 def single_op_program(op: str, ch: Chooser, allow_sym: Optional[bool] = None) -> Optional[Program]:

@@ -247,12 +247,18 @@ def gen(count, seed, out, mode, ops, ir, axis_separators):
                    "installed; with --seeds: seeded too, half the cases seeded]")
 @click.option("--schedules/--no-schedules", default=True, show_default=True,
               help="apply random s_tir schedule primitives to some TIR cases")
+@click.option("--guidance/--no-guidance", default=True, show_default=True,
+              help="generation favours op x dtype x shape cells and op->op edges not yet "
+                   "covered (OUT/coverage.json); off: each seed's program as without coverage")
+@click.option("--py-coverage", is_flag=True, default=False,
+              help="also count which of TVM's own Python functions each case ran (coverage "
+                   "kind tvm_python; costs throughput: bench/py_coverage_cost.py)")
 @click.option("--seeds", "seeds_spec", default=None, metavar="DIR",
               help="mutate these real modules too: TVMScript *.py and case *.json files; "
                    "'default' is the set shipped with tvmfuzz")
 def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_dir, tvm_python,
         env_version, auto_reduce, broker, insecure_broker, in_flight, ir, schedules,
-        seeds_spec):
+        guidance, py_coverage, seeds_spec):
     """A campaign on this machine: generate, compile and run (llvm plus a random variant) in
     crash-isolated sandboxes, judge, keep every finding. With --broker, the cases run on
     Celery workers instead (see `tvmfuzz worker`)."""
@@ -323,6 +329,9 @@ def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_di
 
     reducer = AutoReducer if auto_reduce else None
     if broker is not None:
+        if py_coverage:
+            raise click.UsageError("--py-coverage: not in distributed mode (the workers' "
+                                   "sandboxes are theirs); run it locally")
         if tvm_python:
             raise click.UsageError(f"--{'env' if env_version else 'tvm-python'}: in distributed "
                                    "mode the workers choose their TVM (tvmfuzz worker --env "
@@ -333,7 +342,8 @@ def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_di
             run_distributed(budget, out_dir, broker, seed, mode, echo=click.echo,
                             replays=replays, targets=kinds, resume=resume, live=live,
                             corpus=Path(corpus_dir), reduce=reducer, in_flight=in_flight,
-                            ir=irs, schedules=schedules, html=write_campaign_html)
+                            ir=irs, schedules=schedules, html=write_campaign_html,
+                            guidance=guidance)
         except (BrokerUnavailable, CorpusError) as e:
             raise click.UsageError(str(e))
         except BatchFailed as e:
@@ -344,7 +354,7 @@ def run(budget, jobs, targets, out, resume, seed, mode, replays, live, corpus_di
                      tvm_python=tvm_python, jobs=jobs, targets=kinds, resume=resume, live=live,
                      corpus=Path(corpus_dir), reduce=reducer, ir=irs, schedules=schedules,
                      seeds=seeds, seeds_dir=seeds_spec if seeds else None,
-                     html=write_campaign_html)
+                     html=write_campaign_html, guidance=guidance, py_coverage=py_coverage)
     except CorpusError as e:
         raise click.UsageError(str(e))
     sys.exit(0)

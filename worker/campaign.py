@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from fuzz.choice import RandomChooser
+from fuzz.coverage import COVERAGE_FILE, Coverage, coverage_line, load_coverage
 from fuzz.generate import generate
 from fuzz.outcome import Outcome
 
@@ -114,7 +115,7 @@ def available_irs(python: Optional[str] = None) -> tuple:
 
 def make_case(seed: int, mode: Optional[str], targets=TARGET_KINDS, ir=("relax",),
               schedules: bool = False, features: Optional[dict] = None,
-              seeds: Optional[list] = None):
+              seeds: Optional[list] = None, guide=None):
     """The case of a seed: its IR, program, compile variants and (TIR) schedule all follow
     from the seed, so a case is regenerated exactly from (seed, options). With ``seeds``
     (``worker.seeds``) and ``seeded`` in ``ir``, some or all cases mutate a seed module."""
@@ -128,10 +129,10 @@ def make_case(seed: int, mode: Optional[str], targets=TARGET_KINDS, ir=("relax",
     if chosen == "tir":
         return make_tir_case(seed, case_mode(seed, mode), schedules, features)
     if chosen == "onnx":
-        return make_onnx_case(seed, targets, schedules)
+        return make_onnx_case(seed, targets, schedules, guide)
     if chosen == "torch":
         return make_torch_case(seed, targets, schedules)
-    prog = generate(seed, mode=case_mode(seed, mode))
+    prog = generate(seed, mode=case_mode(seed, mode), guide=guide)
     prog.meta["variants"] = case_variants(seed, targets, schedules=schedules)
     return prog
 
@@ -153,7 +154,7 @@ def onnx_options(seed: int) -> dict:
             "shape_ops": rng.random() < 0.3, "scalar_gather": rng.random() < 0.5}
 
 
-def make_onnx_case(seed: int, targets=TARGET_KINDS, schedules: bool = False):
+def make_onnx_case(seed: int, targets=TARGET_KINDS, schedules: bool = False, guide=None):
     """An ONNX case: a valid program of the ops the exporter has at the seed's opset
     (``ops_for``), drawn
     again (another sub-seed) until it exports at the seed's opset; after ONNX_TRIES draws the
@@ -164,7 +165,7 @@ def make_onnx_case(seed: int, targets=TARGET_KINDS, schedules: bool = False):
     options = onnx_options(seed)
     ops = ops_for(options["opset"])
     for attempt in range(ONNX_TRIES):
-        prog = generate(seed * ONNX_TRIES + attempt, mode="valid", ops=ops)
+        prog = generate(seed * ONNX_TRIES + attempt, mode="valid", ops=ops, guide=guide)
         try:
             if exportable(prog, options["opset"]) is None:
                 break
@@ -366,6 +367,7 @@ class Stats:
     # invalid PyTorch cases eager torch or torch.export refuses, or where eager torch is not
     # numpy (torch_rejected, torch_disagrees): the export's limits, not TVM's
     torch_refused: int = 0
+    coverage: Coverage = field(default_factory=Coverage)   # fuzz/coverage.py's cells
 
     def add(self, prog, outcome: Outcome) -> None:
         v = outcome.verdict
@@ -379,6 +381,8 @@ class Stats:
         self.ir_seconds[prog.ir] += float(outcome.seconds or 0.0)
         self.ops.update(prog.ops())
         self._count_cells(prog, v == "fail")
+        self.coverage.add_case(prog, outcome)
+        outcome.extra.pop("tvm_python", None)   # counted; too long to keep with a finding
         steps = outcome.extra.get("schedule") or []
         for prim in sorted({s.get("prim", "?") for s in steps}):
             entry = self.primitives.setdefault(prim, [0, 0])
@@ -482,6 +486,7 @@ class Stats:
                 "refused_mutants": self.refused_mutants,
                 "not_exportable": self.not_exportable,
                 "op_coverage": f"{len(self.ops)}/{self.catalogue_size}",
+                "coverage": self.coverage.totals(),
                 "cases_by_ir": dict(self.irs),
                 # each kind's cases per second of judging time in its sandboxes (the same
                 # machine and run for every kind: comparable with each other)
@@ -530,7 +535,8 @@ class Display:
             self.echo(f"[{snap['t']:6.0f}s] {snap['cases']} cases{by_ir} "
                       f"({snap['cases_per_s']}/s), "
                       f"findings: {kinds or 'none'}; {snap['unique_signatures']} signatures, "
-                      f"{snap['unique_bugs']} bugs ({snap['new_bugs']} new), validity {100 * snap['validity']:.1f}%, ops {snap['op_coverage']}")
+                      f"{snap['unique_bugs']} bugs ({snap['new_bugs']} new), validity {100 * snap['validity']:.1f}%, ops {snap['op_coverage']}"
+                      f"; coverage: {coverage_line(snap)}")
 
     def _table(self, snap: dict):
         from rich.table import Table
@@ -554,6 +560,7 @@ class Display:
         t.add_row("bugs", f"{snap['unique_bugs']} ({snap['new_bugs']} new)")
         t.add_row("validity", f"{100 * snap['validity']:.1f}%")
         t.add_row("op coverage", snap["op_coverage"])
+        t.add_row("coverage", coverage_line(snap))
         return t
 
     def close(self) -> None:
@@ -589,6 +596,10 @@ class CampaignConfig:
     # Called every html_every seconds (live: the page reloads itself) and once at the end.
     html: Optional[Callable] = None
     html_every: float = 30.0
+    guidance: bool = True        # generation favours cells and edges not yet covered
+    # the campaign's Coverage when guidance is on (the Recorder's): worker threads read its
+    # ``current`` snapshot
+    coverage: Optional[Coverage] = None
 
 
 def _worker(cfg: CampaignConfig, plan: SeedPlan, results: queue.Queue, stop: threading.Event,
@@ -597,8 +608,9 @@ def _worker(cfg: CampaignConfig, plan: SeedPlan, results: queue.Queue, stop: thr
     try:
         while not stop.is_set():
             seeds = plan.take()
+            guide = cfg.coverage.current if cfg.coverage is not None else None
             progs = [make_case(s, cfg.mode, cfg.targets, cfg.ir, cfg.schedules, cfg.features,
-                               cfg.seeds) for s in seeds]
+                               cfg.seeds, guide) for s in seeds]
             outcomes = runner.run_many(progs)
             for prog, outcome in zip(progs, outcomes):
                 # Replays draw the same schedule from the case seed; Recorder.record freezes
@@ -655,6 +667,9 @@ class Recorder:
 
         self.cfg, self.state, self.store, self.vers, self.echo = cfg, state, store, vers, echo
         self.stats = Stats(catalogue_size=len(CATALOGUE))
+        if cfg.resume:
+            self.stats.coverage = load_coverage(cfg.out_dir)
+        cfg.coverage = self.stats.coverage if cfg.guidance else None
         if store is not None:
             self.stats.user_verdicts = store.verdicts()   # they count in the summary too
         self.display = Display(echo, cfg.live)
@@ -701,6 +716,8 @@ class Recorder:
 
     def checkpoint(self, plan: SeedPlan, force: bool = False) -> None:
         _save_state(self.cfg.out_dir, plan, self.stats, self.cfg, self.state, self.extra_state)
+        _write(self.cfg.out_dir / COVERAGE_FILE, json.dumps(self.stats.coverage.to_json()))
+        self.stats.coverage.refresh()   # the next batches' guide
         snap = self.stats.snapshot()
         self.stats_file.write(json.dumps(snap) + "\n")
         self.stats_file.flush()
@@ -798,11 +815,18 @@ def run_campaign(budget_s: float, out_dir: Path, seed: int = 0, mode: Optional[s
                  ir=("relax",),
                  schedules: bool = False, seeds: Optional[list] = None,
                  seeds_dir: Optional[str] = None, html: Optional[Callable] = None,
-                 html_every: float = 30.0) -> dict:
+                 html_every: float = 30.0, guidance: bool = True,
+                 py_coverage: bool = False) -> dict:
     cfg = CampaignConfig(budget_s, out_dir, seed, mode, jobs, tuple(targets), replays,
                          tvm_python, resume, live, corpus, reduce, tuple(ir), schedules,
-                         seeds=seeds, seeds_dir=seeds_dir, html=html, html_every=html_every)
+                         seeds=seeds, seeds_dir=seeds_dir, html=html, html_every=html_every,
+                         guidance=guidance)
     from .sandbox_runner import SandboxRunner
+
+    if py_coverage:   # the sandboxes trace TVM's Python functions (worker/pycoverage.py)
+        from .pycoverage import ENV
+
+        os.environ[ENV] = "1"
 
     def make_runner():
         if runner is not None:
@@ -858,7 +882,7 @@ def _save_state(out_dir: Path, plan: SeedPlan, stats: Stats, cfg: CampaignConfig
                 before: dict, extra: Optional[dict] = None) -> None:
     _write(out_dir / "campaign.json", json.dumps({
         "watermark": plan.watermark(), "mode": cfg.mode, "ir": list(cfg.ir),
-        "schedules": cfg.schedules, **({"seeds": cfg.seeds_dir} if cfg.seeds_dir else {}),
+        "schedules": cfg.schedules, "guidance": cfg.guidance, **({"seeds": cfg.seeds_dir} if cfg.seeds_dir else {}),
         "cases": before.get("cases", 0) + stats.cases, **(extra or {})}))
 
 
@@ -882,6 +906,7 @@ def _summarize(out_dir: Path, stats: Stats, plan: SeedPlan, start: int, echo,
          + (f", PyTorch modules eager torch or torch.export refuse {stats.torch_refused}"
             if stats.torch_refused else "") + "), "
          f"rejected (mutants both verifier and build refuse) {v['rejected']}")
+    echo(f"coverage: {coverage_line(snap)} (cells by kind in {out_dir / COVERAGE_FILE})")
     if len(stats.irs) > 1 or set(stats.irs) - {"relax"}:
         rates = snap.get("judged_per_s_by_ir") or {}
         echo("cases by IR: " + ", ".join(

@@ -257,8 +257,10 @@ class Coordinator:
         while len(self.inflight) < self.target_in_flight and \
                 (self.stop_at is None or self.plan.next < self.stop_at):
             seeds = self.plan.take()
+            cov = self.cfg.coverage   # set when guidance is on
             progs = [make_case(s, self.cfg.mode, self.cfg.targets, self.cfg.ir, self.cfg.schedules,
-                               self.cfg.features) for s in seeds]
+                               self.cfg.features, guide=cov.current if cov else None)
+                     for s in seeds]
             bid = f"{seeds[0]}+{len(seeds)}"
             self.inflight.add(bid, seeds[0], progs, now)
             self._send(bid)
@@ -371,11 +373,12 @@ def run_distributed(budget_s: float, out_dir: Path, broker: str, seed: int = 0,
                     replays: int = 3, targets=TARGET_KINDS, resume: bool = False,
                     live: Optional[bool] = None, corpus: Optional[Path] = None,
                     reduce=None, ir=("relax",), schedules: bool = False,
-                    html=None, **dist) -> dict:
+                    html=None, guidance: bool = True, **dist) -> dict:
     """A campaign whose cases run on Celery workers; ``dist``: DistConfig fields. Raises
     BrokerUnavailable (before any work) when Redis cannot be reached."""
     cfg = CampaignConfig(budget_s, out_dir, seed, mode, 1, tuple(targets), replays, None,
-                         resume, live, corpus, reduce, tuple(ir), schedules, html=html)
+                         resume, live, corpus, reduce, tuple(ir), schedules, html=html,
+                         guidance=guidance)
     dcfg = DistConfig(broker, **dist)
     b = RedisBroker(broker)
     try:

@@ -27,7 +27,15 @@ def _judge(job: dict) -> dict:
     is raised as MemoryError, so the sandbox reports it as ``oom`` whatever the case's kind."""
     from worker.cases import judge
 
-    o = judge(job)
+    from .pycoverage import Tracer, enabled
+
+    tracer = Tracer().start() if enabled() else None
+    try:
+        o = judge(job)
+    finally:
+        ran = tracer.stop() if tracer is not None else None
+    if ran is not None:
+        o.extra["tvm_python"] = ran   # counted by the campaign (fuzz/coverage.py), then dropped
     text = f"{o.error_type} {o.message}".lower()
     if o.verdict == "fail" and (o.error_type == "MemoryError"
                                 or any(t in text for t in _OOM_TEXT)):
