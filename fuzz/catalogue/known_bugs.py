@@ -186,6 +186,18 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
              "grouped-query attention (fewer K/V heads than Q heads) passes the shape rule but "
              "legalization reshapes K/V as if they had all heads: wrong results (batch > 1). "
              "Matched by op alone: the trigger is in the input shapes", what=("numeric",)),
+    KnownBug(("relax.meshgrid",), ("*",), r"rule|Tuple|[Ss]hape|mismatch|differ",
+             "meshgrid with indexing=\"xy\" infers the \"ij\" shapes (first two dims not "
+             "swapped) while TOPI computes numpy's xy grids: a consumer typed by the inferred "
+             "shape then reads a transposed buffer", what=("shape-rule", "materialize",
+                                                           "build", "run", "numeric"),
+             when=lambda a: a.get("indexing") == "xy"),
+    KnownBug(("relax.meshgrid",), ("*",), r"The type of Tuple must be TupleType",
+             "meshgrid of a single tensor legalizes to a tensor (call_te of topi.meshgrid's "
+             "one-element list), not a 1-tuple: the TupleGetItem after it fails to build"),
+    KnownBug(("relax.grad.take_backward",), ("*",), r"unexpected keyword argument 'mode'",
+             "take_backward prints a mode= attribute its TVMScript parser does not take: "
+             "every module with it fails the print/parse round trip", what=("roundtrip",)),
 ]
 
 

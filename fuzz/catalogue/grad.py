@@ -1,0 +1,100 @@
+"""Op family: grad. The ops ``relax.transform.Gradient`` emits, usable on their own:
+``no_grad``, ``start_checkpoint`` and ``end_checkpoint`` (identities that mark regions for the
+gradient pass) and ``take_backward`` (the gradient of ``take``: zeros of ``x``'s shape with
+``output_grad``'s slices added at ``indices`` along ``axis``; repeated indices accumulate, so
+float results are compared with the summation tolerance, integer ones exactly).
+
+Not here: ``avg_pool2d_backward``, ``max_pool2d_backward`` and ``nll_loss_backward``, whose
+references are a pooling's or a loss's adjoint (left for a later change: docs/ARCHITECTURE.md).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import dims as D
+from ..model import TensorTy
+from .spec import ALL_DTYPES, FLOATS, OpSpec, within
+
+
+@dataclass
+class Identity(OpSpec):
+    dtypes: tuple = ALL_DTYPES
+
+    def sample(self, ctx):
+        return [ctx.pick(dtypes=self.dtypes, rank=(0, 4),
+                         pred=lambda v: within(v.dtype, v.lo, v.hi))], {}
+
+    def infer(self, tys, attrs):
+        return tys[0]
+
+    def interval(self, ins, attrs, out):
+        return (ins[0].lo, ins[0].hi)
+
+    def exact(self, ins, attrs, out):
+        return ins[0].exact
+
+    def reference(self, xs, attrs):
+        return xs[0]
+
+
+@dataclass
+class TakeBackward(OpSpec):
+    dtypes: tuple = FLOATS + ("int32", "int64")
+
+    def sample(self, ctx):
+        ch = ctx.ch
+        x = ctx.pick(dtypes=self.dtypes, rank=(1, 3),
+                     pred=lambda v: any(D.is_static(d) and d >= 1 for d in v.shape))
+        axes = [i for i, d in enumerate(x.shape) if D.is_static(d) and d >= 1]
+        if not axes:
+            return None
+        axis = ch.choice(axes) if ch.boolean(0.8) or x.rank != 1 else None
+        d = x.shape[axis if axis is not None else 0]
+        n = ch.integer(1, 6)
+        idx = ctx.pick(dtypes=("int32", "int64"), rank=1, new_shape=[n], new_range=(0, d - 1),
+                       pred=lambda v: v.exact and 0 <= v.lo and v.hi <= d - 1)
+        if not (idx.exact and 0 <= idx.lo and idx.hi <= d - 1) or not D.is_static(idx.shape[0]):
+            return None
+        a = axis if axis is not None else 0
+        gshape = list(x.shape[:a]) + [idx.shape[0]] + list(x.shape[a + 1:])
+        g = ctx.pick(dtypes=(x.dtype,), rank=len(gshape), new_shape=gshape,
+                     pred=lambda v: within(v.dtype, v.lo, v.hi) and abs(v.lo) < 1e4
+                     and abs(v.hi) < 1e4)
+        return [g, x, idx], {"axis": axis}
+
+    def infer(self, tys, attrs):
+        return TensorTy(tys[1].shape, tys[1].dtype)
+
+    def interval(self, ins, attrs, out):
+        n = ins[2].shape[0]
+        g = ins[0]
+        return (min(0, n * g.lo), max(0, n * g.hi))
+
+    def exact(self, ins, attrs, out):
+        return ins[0].exact and ins[2].exact and out.dtype not in FLOATS
+
+    def reference(self, xs, attrs):
+        g, x, idx = xs
+        out = np.zeros(x.shape, dtype=np.float64 if x.dtype.kind == "f" or
+                       "bfloat16" in str(x.dtype) else np.int64)
+        axis = attrs["axis"]
+        idx = idx.astype(np.int64)
+        if axis is None:
+            np.add.at(out.reshape(-1), idx, g.astype(out.dtype).reshape(-1))
+        else:
+            moved = np.moveaxis(out, axis, 0)
+            np.add.at(moved, idx, np.moveaxis(g.astype(out.dtype), axis, 0))
+        return out
+
+    def call(self, args, attrs):
+        return list(args), {"axis": attrs["axis"]}
+
+
+SPECS: list[OpSpec] = [
+    Identity("relax.grad.no_grad", weight=0.3),
+    Identity("relax.grad.start_checkpoint", weight=0.3),
+    Identity("relax.grad.end_checkpoint", weight=0.3),
+    TakeBackward("relax.grad.take_backward", weight=0.5),
+]

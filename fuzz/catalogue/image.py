@@ -1,0 +1,186 @@
+"""Op family: image. ``relax.image.resize2d`` and ``relax.image.affine_grid``.
+
+resize2d follows TOPI's definition (``topi/image/resize.py``): output pixel ``x`` reads input
+coordinate ``in_x`` by the coordinate transformation mode; nearest neighbour rounds it
+(``floor``/``ceil`` with TOPI's 1e-5 epsilon, ``round`` half to even), linear interpolates the
+clamped neighbours. TOPI computes coordinates and pixels in float32 whatever the data dtype,
+so the reference does the coordinate arithmetic in float32 as well (a rounding decision then
+sees the same number) and float64 data gets float32's tolerance.
+affine_grid: ``grid[n, :, h, w] = theta[n] @ (x_w, y_h, 1)`` with TOPI's base grid (pixel
+centres, or -1..1 corners), laid out ``(N, 2, H, W)``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import dims as D
+from ..model import TensorTy
+from .spec import DEFAULT_TOL, OpSpec, ShapeArg, f64
+
+MODES = ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel")
+F32_TOL = dict(DEFAULT_TOL, float64=DEFAULT_TOL["float32"])
+_f = np.float32
+
+
+def _in_coord(x: np.ndarray, image: int, target: int, mode: str) -> np.ndarray:
+    """TOPI's get_inx in float32 (x: output coordinates)."""
+    scale = _f(image) / _f(target)
+    x = x.astype(_f)
+    if mode == "half_pixel":
+        return (x + _f(0.5)) * scale - _f(0.5)
+    if mode == "align_corners":
+        return _f(image - 1) / _f(target - 1) * x if target > 1 else \
+            np.full_like(x, np.nan)
+    if mode == "asymmetric":
+        return scale * x
+    if mode == "pytorch_half_pixel":
+        return (x + _f(0.5)) * scale - _f(0.5) if target > 1 else np.zeros_like(x)
+    raise ValueError(mode)
+
+
+def _nearest_index(in_x, image, target, mode, rounding):
+    if rounding == "round":
+        idx = np.rint(in_x)
+    elif rounding == "floor":
+        idx = np.floor(in_x + _f(1e-5))
+    elif rounding == "ceil":
+        idx = np.ceil(in_x - _f(1e-5))
+    elif rounding == "round_prefer_floor":
+        idx = np.ceil(in_x - _f(0.5))
+    else:
+        idx = np.floor(in_x + _f(0.5))
+    return np.clip(idx.astype(np.int64), 0, image - 1)
+
+
+@dataclass
+class Resize2d(OpSpec):
+    tol: dict = field(default_factory=lambda: dict(F32_TOL))
+
+    def sample(self, ctx):
+        ch = ctx.ch
+        layout = ch.choice(("NCHW", "NHWC"))
+        hw = (2, 3) if layout == "NCHW" else (1, 2)
+
+        def ok(v):
+            return all(D.is_static(v.shape[i]) for i in hw)
+
+        x = ctx.pick(dtypes=self.dtypes, rank=4, pred=ok, static=ch.boolean(0.5))
+        if not ok(x):
+            return None
+        method = ch.choice(("linear", "linear", "nearest_neighbor"))
+        mode = ch.choice(MODES)
+        size = []
+        for i in hw:
+            d = x.shape[i]
+            size.append(ch.choice([1, d, 2 * d, max(1, d // 2), ch.integer(1, 9)]))
+        if mode == "align_corners" and 1 in size:
+            mode = "half_pixel"   # (image - 1) / (target - 1): TOPI divides by zero
+        rounding = ""
+        if method == "nearest_neighbor":
+            rounding = ch.choice(("", "floor", "ceil", "round", "round_prefer_floor",
+                                  "round_prefer_ceil"))
+        attrs = {"size": size, "layout": layout, "method": method,
+                 "coordinate_transformation_mode": mode, "rounding_method": rounding}
+        return [x], attrs
+
+    def _hw(self, attrs):
+        return (2, 3) if attrs["layout"] == "NCHW" else (1, 2)
+
+    def infer(self, tys, attrs):
+        shape = list(tys[0].shape)
+        for i, s in zip(self._hw(attrs), attrs["size"]):
+            shape[i] = s
+        return TensorTy(shape, tys[0].dtype)
+
+    def interval(self, ins, attrs, out):
+        return (ins[0].lo, ins[0].hi)   # nearest copies, linear takes convex combinations
+
+    def exact(self, ins, attrs, out):
+        return attrs["method"] == "nearest_neighbor" and ins[0].exact
+
+    def call(self, args, attrs):
+        return [args[0], tuple(attrs["size"])], {
+            k: v for k, v in attrs.items() if k != "size"}
+
+    def reference(self, xs, attrs):
+        x = xs[0]
+        if attrs["layout"] == "NHWC":
+            x = x.transpose(0, 3, 1, 2)
+        data = x.astype(_f)   # TOPI reads pixels as float32
+        H, W = x.shape[2], x.shape[3]
+        th, tw = attrs["size"]
+        mode, method = attrs["coordinate_transformation_mode"], attrs["method"]
+        iy = _in_coord(np.arange(th), H, th, mode)
+        ix = _in_coord(np.arange(tw), W, tw, mode)
+        if method == "nearest_neighbor":
+            rounding = attrs["rounding_method"] or (
+                "round" if mode == "align_corners" else "floor")
+            out = data[:, :, _nearest_index(iy, H, th, mode, rounding)][
+                :, :, :, _nearest_index(ix, W, tw, mode, rounding)]
+        else:
+            y0, x0 = np.floor(iy), np.floor(ix)
+            ly, lx = (iy - y0).astype(_f), (ix - x0).astype(_f)
+            y0, x0 = y0.astype(np.int64), x0.astype(np.int64)
+
+            def px(yy, xx):
+                return data[:, :, np.clip(yy, 0, H - 1)][:, :, :, np.clip(xx, 0, W - 1)]
+
+            lx, ly = lx[None, None, None, :], ly[None, None, :, None]
+            top = px(y0, x0) * (_f(1) - lx) + px(y0, x0 + 1) * lx
+            bottom = px(y0 + 1, x0) * (_f(1) - lx) + px(y0 + 1, x0 + 1) * lx
+            out = top * (_f(1) - ly) + bottom * ly
+        if attrs["layout"] == "NHWC":
+            out = out.transpose(0, 2, 3, 1)
+        return out.astype(xs[0].dtype)
+
+    def near_valid_attrs(self, ctx, ins, attrs):
+        return dict(attrs, size=[0, attrs["size"][1]])
+
+
+@dataclass
+class AffineGrid(OpSpec):
+    dtypes: tuple = ("float32", "float64", "float16")
+
+    def sample(self, ctx):
+        ch = ctx.ch
+        n = ch.choice([1, 1, 2, 3])
+        theta = ctx.pick(dtypes=self.dtypes, rank=3, new_shape=[n, 2, 3],
+                         pred=lambda v: D.is_static(v.shape[0]) and abs(v.lo) < 100
+                         and abs(v.hi) < 100)
+        if list(theta.shape)[1:] != [2, 3]:
+            return None
+        align = ch.boolean(0.5)
+        lo = 2 if align else 1
+        size = [ch.integer(lo, 7), ch.integer(lo, 7)]
+        return [theta], {"size": size, "align_corners": align}
+
+    def infer(self, tys, attrs):
+        return TensorTy([tys[0].shape[0], 2] + list(attrs["size"]), tys[0].dtype)
+
+    def interval(self, ins, attrs, out):
+        m = 3 * max(abs(ins[0].lo), abs(ins[0].hi))
+        return (-m, m)
+
+    def call(self, args, attrs):
+        return [args[0], tuple(attrs["size"])], {"align_corners": attrs["align_corners"]}
+
+    def reference(self, xs, attrs):
+        theta = f64(xs[0])
+        H, W = attrs["size"]
+
+        def base(s):
+            i = np.arange(s, dtype=np.float64)
+            return -1 + 2 * i / (s - 1) if attrs["align_corners"] else (2 * i + 1) / s - 1
+
+        xw, yh = base(W)[None, :], base(H)[:, None]
+        out = [theta[:, r, 0, None, None] * xw + theta[:, r, 1, None, None] * yh
+               + theta[:, r, 2, None, None] for r in range(2)]
+        return np.stack(out, axis=1)
+
+
+SPECS: list[OpSpec] = [
+    Resize2d("relax.image.resize2d", weight=0.7),
+    AffineGrid("relax.image.affine_grid", weight=0.4),
+]
