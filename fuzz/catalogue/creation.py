@@ -279,6 +279,7 @@ class Size(OpSpec):
         return np.array(xs[0].size, dtype=np.int64)
 
 
+
 SPECS: list[OpSpec] = [
     Filled("relax.zeros", fill=0),
     Filled("relax.ones", fill=1),

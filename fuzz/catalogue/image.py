@@ -1,4 +1,4 @@
-"""Op family: image. ``relax.image.resize2d`` and ``relax.image.affine_grid``.
+"""Op family: image. ``relax.image.resize2d``, ``grid_sample`` and ``affine_grid``.
 
 resize2d follows TOPI's definition (``topi/image/resize.py``): output pixel ``x`` reads input
 coordinate ``in_x`` by the coordinate transformation mode; nearest neighbour rounds it
@@ -6,6 +6,7 @@ coordinate ``in_x`` by the coordinate transformation mode; nearest neighbour rou
 clamped neighbours. TOPI computes coordinates and pixels in float32 whatever the data dtype,
 so the reference does the coordinate arithmetic in float32 as well (a rounding decision then
 sees the same number) and float64 data gets float32's tolerance.
+grid_sample: bilinear sampling at the grid's coordinates (TOPI's padding rules).
 affine_grid: ``grid[n, :, h, w] = theta[n] @ (x_w, y_h, 1)`` with TOPI's base grid (pixel
 centres, or -1..1 corners), laid out ``(N, 2, H, W)``.
 """
@@ -180,7 +181,81 @@ class AffineGrid(OpSpec):
         return np.stack(out, axis=1)
 
 
+def _reflect(x, size, align):
+    """TOPI's _reflect_coordinates (integer reflection count by truncating division)."""
+    span, start = (size - 1, 0.0) if align else (size, -0.5)
+    iac = np.abs(start - x)
+    with np.errstate(all="ignore"):
+        times = np.trunc(np.trunc(iac) / span) if span else np.zeros_like(iac)
+    extra = iac - times * span
+    refl = np.where(times % 2 == 0, extra + start, span - extra + start)
+    return np.where((x >= start) & (x <= span + start), x, refl)
+
+
+@dataclass
+class GridSample(OpSpec):
+    """relax.image.grid_sample(data, grid) in TOPI's form: NCHW data, grid (N, 2, H', W')
+    with x in channel 0 and y in channel 1, normalized to [-1, 1] (values outside exercise the
+    padding); bilinear interpolation with zeros, border or reflection padding."""
+
+    dtypes: tuple = ("float32", "float64")
+
+    def sample(self, ctx):
+        ch = ctx.ch
+
+        def ok(v):
+            return D.is_static(v.shape[0]) and abs(v.lo) < 1e4 and abs(v.hi) < 1e4
+
+        x = ctx.pick(dtypes=self.dtypes, rank=4, pred=ok)
+        if not ok(x):
+            return None
+        gshape = [x.shape[0], 2, ch.integer(1, 6), ch.integer(1, 6)]
+        g = ctx.pick(dtypes=(x.dtype,), rank=4, new_shape=gshape, new_range=(-1.5, 1.5),
+                     pred=lambda v: -3 <= v.lo and v.hi <= 3)
+        if not (-3 <= g.lo and g.hi <= 3):
+            return None
+        return [x, g], {"method": "bilinear", "layout": "NCHW",
+                        "padding_mode": ch.choice(("zeros", "border", "reflection")),
+                        "align_corners": ch.boolean(0.5)}
+
+    def infer(self, tys, attrs):
+        x, g = tys
+        return TensorTy([x.shape[0], x.shape[1], g.shape[2], g.shape[3]], x.dtype)
+
+    def interval(self, ins, attrs, out):
+        return (min(0, ins[0].lo), max(0, ins[0].hi))
+
+    def reference(self, xs, attrs):
+        data, grid = f64(xs[0]), f64(xs[1])
+        N, C, H, W = data.shape
+        align, mode = attrs["align_corners"], attrs["padding_mode"]
+
+        def unnorm(v, size):
+            return (v + 1) * (size - 1) / 2 if align else -0.5 + (v + 1) * size / 2
+
+        y, x = unnorm(grid[:, 1], H), unnorm(grid[:, 0], W)   # (N, H', W')
+        if mode == "reflection":
+            y, x = _reflect(y, H, align), _reflect(x, W, align)
+        if mode in ("reflection", "border"):
+            y, x = np.clip(y, 0, H - 1), np.clip(x, 0, W - 1)
+        y0, x0 = np.floor(y).astype(np.int64), np.floor(x).astype(np.int64)
+        ly, lx = y - y0, x - x0
+        n = np.arange(N)[:, None, None]
+
+        def px(yy, xx):
+            ok = (yy >= 0) & (xx >= 0) & (yy < H) & (xx < W)
+            v = data[n, :, np.clip(yy, 0, H - 1), np.clip(xx, 0, W - 1)]  # (N, H', W', C)
+            return np.where(ok[..., None], v, 0.0)
+
+        out = (px(y0, x0) * ((1 - ly) * (1 - lx))[..., None]
+               + px(y0, x0 + 1) * ((1 - ly) * lx)[..., None]
+               + px(y0 + 1, x0) * (ly * (1 - lx))[..., None]
+               + px(y0 + 1, x0 + 1) * (ly * lx)[..., None])
+        return out.transpose(0, 3, 1, 2)
+
+
 SPECS: list[OpSpec] = [
     Resize2d("relax.image.resize2d", weight=0.7),
     AffineGrid("relax.image.affine_grid", weight=0.4),
+    GridSample("relax.image.grid_sample", weight=0.5),
 ]

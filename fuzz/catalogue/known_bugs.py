@@ -198,6 +198,11 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
     KnownBug(("relax.grad.take_backward",), ("*",), r"unexpected keyword argument 'mode'",
              "take_backward prints a mode= attribute its TVMScript parser does not take: "
              "every module with it fails the print/parse round trip", what=("roundtrip",)),
+    KnownBug(("relax.image.grid_sample",), ("*",), r"Divide by zero",
+             "grid_sample with padding_mode=\"reflection\" and align_corners=True on an input "
+             "of height or width 1: TOPI reflects over a span of size - 1 = 0 with an integer "
+             "division by it (PyTorch gives the one pixel)",
+             when=lambda a: a.get("padding_mode") == "reflection" and a.get("align_corners")),
 ]
 
 
