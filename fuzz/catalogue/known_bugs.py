@@ -141,9 +141,11 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
              r"Expected (?:integer|boolean)(?: or boolean)? argument|"
              r"Binary operators must have the same datatype|"
              r"requires the input indices to have integer dtype|"
-             r"all inputs must have the same dtype",
+             r"all inputs must have the same dtype|"
+             r"Argument \d+ type mismatch: expected R\.Tensor",
              "eye_like ignores its dtype when legalized (the result keeps the input's dtype), "
-             "so an op consuming it fails re-inference in LegalizeOps",
+             "so an op consuming it fails re-inference in LegalizeOps (or, where the consumer "
+             "is already a call_tir, the well-formed check after it)",
              when=lambda a: a.get("dtype") is not None),
     KnownBug(("relax.nn.attention", "relax.nn.attention_bias"), ("float16",),
              r"Binary operators must have the same datatype|tensor_a has different data type",
