@@ -165,6 +165,32 @@ def test_zoo_variant_with_arguments_builds_runs_and_agrees():
     assert Variant(passes=passes).exact
 
 
+def test_generated_pattern_fusion_binds_each_functions_own_constants():
+    """Bug class: fusion by pattern that merged functions differing only in their bound
+    constants. Two add-constant-relu chains with different constants: the zoo's generated
+    pattern fuses each into a composite function with its constant bound, and the result
+    must still be numpy's (it is on 0.27: two functions, each with its own constant)."""
+    from fuzz.materialize import materialize
+    from worker.variants import make_pass
+
+    t = TensorTy([4, 8], "float32")
+    nodes = [Node("c1", "const", [], {"value": 1.5, "ty": t.to_json()}, t),
+             Node("c2", "const", [], {"value": -0.5, "ty": t.to_json()}, t),
+             Node("v1", "relax.add", ["a", "c1"], {}, t),
+             Node("v2", "relax.nn.relu", ["v1"], {}, t),
+             Node("v3", "relax.add", ["v2", "c2"], {}, t),
+             Node("v4", "relax.nn.relu", ["v3"], {}, t)]
+    prog = Program([Function("main", [Param("a", t)], [Block(True, nodes)], "v4")], "main",
+                   {"mode": "valid", "seed": 3})
+    passes = ["FoldConstant", "FuseOpsByPattern:relax.add@c>relax.nn.relu"]
+    fused = make_pass(passes[1])(make_pass(passes[0])(materialize(prog)))
+    composite = [gv for gv, f in fused.functions.items()
+                 if f.attrs is not None and "Composite" in f.attrs]
+    assert len(composite) == 2, fused.script()
+    o = compile_and_run(prog, [BASE, Variant({"kind": "llvm"}, "passes", passes)])
+    assert o.verdict == "pass", o.to_json()
+
+
 def test_pass_watch_names_the_pass_that_left_ill_formed_ir():
     sys.path.insert(0, PLUGINS)
     try:
