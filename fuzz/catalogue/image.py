@@ -1,4 +1,5 @@
-"""Op family: image. ``relax.image.resize2d``, ``grid_sample`` and ``affine_grid``.
+"""Op family: image. ``relax.image.resize2d``, ``resize3d``, ``grid_sample`` and
+``affine_grid``.
 
 resize2d follows TOPI's definition (``topi/image/resize.py``): output pixel ``x`` reads input
 coordinate ``in_x`` by the coordinate transformation mode; nearest neighbour rounds it
@@ -56,24 +57,36 @@ def _nearest_index(in_x, image, target, mode, rounding):
 
 
 @dataclass
-class Resize2d(OpSpec):
+class Resize(OpSpec):
+    """resize2d (NCHW/NHWC) and resize3d (NCDHW/NDHWC): linear interpolation is separable,
+    done along the last spatial axis first, as TOPI nests its lerps."""
+
     tol: dict = field(default_factory=lambda: dict(F32_TOL))
+    spatial: int = 2
+
+    def _layouts(self):
+        return ("NCHW", "NHWC") if self.spatial == 2 else ("NCDHW", "NDHWC")
+
+    def _axes(self, layout):
+        return tuple(range(2, 2 + self.spatial)) if layout[1] == "C" else \
+            tuple(range(1, 1 + self.spatial))
 
     def sample(self, ctx):
         ch = ctx.ch
-        layout = ch.choice(("NCHW", "NHWC"))
-        hw = (2, 3) if layout == "NCHW" else (1, 2)
+        layout = ch.choice(self._layouts())
+        axes = self._axes(layout)
 
         def ok(v):
-            return all(D.is_static(v.shape[i]) for i in hw)
+            return all(D.is_static(v.shape[i]) for i in axes)
 
-        x = ctx.pick(dtypes=self.dtypes, rank=4, pred=ok, static=ch.boolean(0.5))
+        x = ctx.pick(dtypes=self.dtypes, rank=2 + self.spatial, pred=ok,
+                     static=ch.boolean(0.5))
         if not ok(x):
             return None
         method = ch.choice(("linear", "linear", "nearest_neighbor"))
         mode = ch.choice(MODES)
         size = []
-        for i in hw:
+        for i in axes:
             d = x.shape[i]
             size.append(ch.choice([1, d, 2 * d, max(1, d // 2), ch.integer(1, 9)]))
         if mode == "align_corners" and 1 in size:
@@ -86,12 +99,9 @@ class Resize2d(OpSpec):
                  "coordinate_transformation_mode": mode, "rounding_method": rounding}
         return [x], attrs
 
-    def _hw(self, attrs):
-        return (2, 3) if attrs["layout"] == "NCHW" else (1, 2)
-
     def infer(self, tys, attrs):
         shape = list(tys[0].shape)
-        for i, s in zip(self._hw(attrs), attrs["size"]):
+        for i, s in zip(self._axes(attrs["layout"]), attrs["size"]):
             shape[i] = s
         return TensorTy(shape, tys[0].dtype)
 
@@ -107,37 +117,35 @@ class Resize2d(OpSpec):
 
     def reference(self, xs, attrs):
         x = xs[0]
-        if attrs["layout"] == "NHWC":
-            x = x.transpose(0, 3, 1, 2)
-        data = x.astype(_f)   # TOPI reads pixels as float32
-        H, W = x.shape[2], x.shape[3]
-        th, tw = attrs["size"]
+        last = attrs["layout"][1] != "C"
+        if last:   # channels last: to channels first
+            x = np.moveaxis(x, -1, 1)
+        out = x.astype(_f)   # TOPI reads pixels as float32
         mode, method = attrs["coordinate_transformation_mode"], attrs["method"]
-        iy = _in_coord(np.arange(th), H, th, mode)
-        ix = _in_coord(np.arange(tw), W, tw, mode)
-        if method == "nearest_neighbor":
-            rounding = attrs["rounding_method"] or (
-                "round" if mode == "align_corners" else "floor")
-            out = data[:, :, _nearest_index(iy, H, th, mode, rounding)][
-                :, :, :, _nearest_index(ix, W, tw, mode, rounding)]
-        else:
-            y0, x0 = np.floor(iy), np.floor(ix)
-            ly, lx = (iy - y0).astype(_f), (ix - x0).astype(_f)
-            y0, x0 = y0.astype(np.int64), x0.astype(np.int64)
-
-            def px(yy, xx):
-                return data[:, :, np.clip(yy, 0, H - 1)][:, :, :, np.clip(xx, 0, W - 1)]
-
-            lx, ly = lx[None, None, None, :], ly[None, None, :, None]
-            top = px(y0, x0) * (_f(1) - lx) + px(y0, x0 + 1) * lx
-            bottom = px(y0 + 1, x0) * (_f(1) - lx) + px(y0 + 1, x0 + 1) * lx
-            out = top * (_f(1) - ly) + bottom * ly
-        if attrs["layout"] == "NHWC":
-            out = out.transpose(0, 2, 3, 1)
+        for k in reversed(range(self.spatial)):   # the last spatial axis first
+            ax = 2 + k
+            n, t = out.shape[ax], attrs["size"][k]
+            c = _in_coord(np.arange(t), n, t, mode)
+            if method == "nearest_neighbor":
+                rounding = attrs["rounding_method"] or (
+                    "round" if mode == "align_corners" else "floor")
+                out = np.take(out, _nearest_index(c, n, t, mode, rounding), axis=ax)
+                continue
+            i0 = np.floor(c)
+            lerp = (c - i0).astype(_f)
+            i0 = i0.astype(np.int64)
+            shape = [1] * out.ndim
+            shape[ax] = t
+            lerp = lerp.reshape(shape)
+            a = np.take(out, np.clip(i0, 0, n - 1), axis=ax)
+            b = np.take(out, np.clip(i0 + 1, 0, n - 1), axis=ax)
+            out = a * (_f(1) - lerp) + b * lerp
+        if last:
+            out = np.moveaxis(out, 1, -1)
         return out.astype(xs[0].dtype)
 
     def near_valid_attrs(self, ctx, ins, attrs):
-        return dict(attrs, size=[0, attrs["size"][1]])
+        return dict(attrs, size=[0] + list(attrs["size"][1:]))
 
 
 @dataclass
@@ -255,7 +263,8 @@ class GridSample(OpSpec):
 
 
 SPECS: list[OpSpec] = [
-    Resize2d("relax.image.resize2d", weight=0.7),
+    Resize("relax.image.resize2d", weight=0.7),
+    Resize("relax.image.resize3d", weight=0.3, spatial=3),
     AffineGrid("relax.image.affine_grid", weight=0.4),
     GridSample("relax.image.grid_sample", weight=0.5),
 ]
