@@ -4,8 +4,11 @@ gradient pass) and ``take_backward`` (the gradient of ``take``: zeros of ``x``'s
 ``output_grad``'s slices added at ``indices`` along ``axis``; repeated indices accumulate, so
 float results are compared with the summation tolerance, integer ones exactly).
 
-Not here: ``avg_pool2d_backward``, ``max_pool2d_backward`` and ``nll_loss_backward``, whose
-references are a pooling's or a loss's adjoint (left for a later change: docs/ARCHITECTURE.md).
+``avg_pool2d_backward`` is the adjoint of the catalogue's avg_pool2d: each output gradient
+divided by its window's divisor and added to the window's inputs (dilation 1 only: TOPI's
+pool_grad has none, and the legalizer says so and leaves the op unlowered).
+Not here: ``max_pool2d_backward`` (the gradient goes to a window's maximum, a discontinuous
+choice among ties) and ``nll_loss_backward`` (left for a later change: docs/ARCHITECTURE.md).
 """
 from __future__ import annotations
 
@@ -92,9 +95,74 @@ class TakeBackward(OpSpec):
         return list(args), {"axis": attrs["axis"]}
 
 
+@dataclass
+class AvgPool2dBackward(OpSpec):
+    def sample(self, ctx):
+        from .nn import Pool
+
+        fwd = Pool("relax.nn.avg_pool2d", nd=2, kind="avg", dtypes=self.dtypes)
+        got = fwd.sample(ctx)
+        if got is None:
+            return None
+        (x,), attrs = got
+        if not x.static():
+            return None
+        attrs["dilation"] = [1, 1]
+        oshape = fwd.infer([x.ty], attrs).shape
+        g = ctx.pick(dtypes=(x.dtype,), rank=4, new_shape=oshape,
+                     pred=lambda v: within(v.dtype, v.lo, v.hi) and abs(v.lo) < 1e4
+                     and abs(v.hi) < 1e4)
+        return [g, x], attrs
+
+    def infer(self, tys, attrs):
+        return TensorTy(tys[1].shape, tys[1].dtype)
+
+    def interval(self, ins, attrs, out):
+        n = max(1, attrs["pool_size"][0] * attrs["pool_size"][1])
+        g = ins[0]
+        return (min(0, n * g.lo), max(0, n * g.hi))
+
+    def reference(self, xs, attrs):
+        from .nn import _pool_out, _to_canon, _from_canon
+
+        g, x = xs
+        layout = attrs["layout"]
+        gc = _to_canon(g.astype(np.float64), layout, "NCHW")
+        xc = _to_canon(x, layout, "NCHW")
+        ins = xc.shape[2:]
+        ks, strides = attrs["pool_size"], attrs["strides"]
+        pb, pa = attrs["padding"][:2], attrs["padding"][2:]
+        osz = gc.shape[2:]
+        tail = [max(0, (o - 1) * s + (k - 1) - p0 - (n - 1))
+                for o, s, k, p0, n in zip(osz, strides, ks, pb, ins)]
+        real = np.pad(np.ones(ins), list(zip(pb, tail)))
+        inpad = np.zeros([p0 + t + n for p0, t, n in zip(pb, tail, ins)])
+        inpad[tuple(slice(0, p0 + n + p1) for p0, n, p1 in zip(pb, ins, pa))] = 1
+        n_real, n_inpad = np.zeros(osz), np.zeros(osz)
+        sls = []
+        for kpos in np.ndindex(*ks):
+            sl = tuple(slice(kp, kp + s * (o - 1) + 1, s)
+                       for kp, s, o in zip(kpos, strides, osz))
+            sls.append(sl)
+            n_real += real[sl]
+            n_inpad += inpad[sl]
+        div = n_inpad if attrs["count_include_pad"] else np.maximum(n_real, 1)
+        share = gc / div
+        gp = np.zeros(gc.shape[:2] + real.shape)
+        for sl in sls:
+            gp[(slice(None), slice(None)) + sl] += share
+        out = gp[(slice(None), slice(None)) + tuple(slice(p0, p0 + n) for p0, n in zip(pb, ins))]
+        assert _pool_out(ins[0], ks[0], strides[0], 1, pb[0], pa[0], attrs["ceil_mode"]) == osz[0]
+        return _from_canon(out, layout, "NCHW")
+
+    def call(self, args, attrs):
+        return list(args), dict(attrs)
+
+
 SPECS: list[OpSpec] = [
     Identity("relax.grad.no_grad", weight=0.3),
     Identity("relax.grad.start_checkpoint", weight=0.3),
     Identity("relax.grad.end_checkpoint", weight=0.3),
     TakeBackward("relax.grad.take_backward", weight=0.5),
+    AvgPool2dBackward("relax.grad.avg_pool2d_backward", weight=0.4),
 ]
