@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import dims as D
 from ..model import TensorTy
-from .spec import ALL_DTYPES, FLOATS, OpSpec, within
+from .spec import ALL_DTYPES, FLOATS, OpSpec, f64, within
 
 
 @dataclass
@@ -97,16 +97,18 @@ class TakeBackward(OpSpec):
 
 @dataclass
 class AvgPool2dBackward(OpSpec):
+    kind: str = "avg"
+
     def sample(self, ctx):
         from .nn import Pool
 
-        fwd = Pool("relax.nn.avg_pool2d", nd=2, kind="avg", dtypes=self.dtypes)
+        fwd = Pool(f"relax.nn.{self.kind}_pool2d", nd=2, kind=self.kind, dtypes=self.dtypes)
         got = fwd.sample(ctx)
         if got is None:
             return None
         (x,), attrs = got
-        if not x.static():
-            return None
+        if not x.static() or (self.kind == "max" and not x.exact):
+            return None   # max: which element is largest must be exactly known
         attrs["dilation"] = [1, 1]
         oshape = fwd.infer([x.ty], attrs).shape
         g = ctx.pick(dtypes=(x.dtype,), rank=4, new_shape=oshape,
@@ -146,11 +148,19 @@ class AvgPool2dBackward(OpSpec):
             sls.append(sl)
             n_real += real[sl]
             n_inpad += inpad[sl]
-        div = n_inpad if attrs["count_include_pad"] else np.maximum(n_real, 1)
-        share = gc / div
         gp = np.zeros(gc.shape[:2] + real.shape)
-        for sl in sls:
-            gp[(slice(None), slice(None)) + sl] += share
+        if self.kind == "max":   # all to the first maximum of each window
+            xp = np.pad(f64(xc), [(0, 0), (0, 0)] + list(zip(pb, tail)),
+                        constant_values=-np.inf)
+            wins = np.stack([xp[(slice(None), slice(None)) + sl] for sl in sls])
+            first = np.argmax(wins, axis=0)
+            for i, sl in enumerate(sls):
+                gp[(slice(None), slice(None)) + sl] += np.where(first == i, gc, 0.0)
+        else:
+            div = n_inpad if attrs["count_include_pad"] else np.maximum(n_real, 1)
+            share = gc / div
+            for sl in sls:
+                gp[(slice(None), slice(None)) + sl] += share
         out = gp[(slice(None), slice(None)) + tuple(slice(p0, p0 + n) for p0, n in zip(pb, ins))]
         assert _pool_out(ins[0], ks[0], strides[0], 1, pb[0], pa[0], attrs["ceil_mode"]) == osz[0]
         return _from_canon(out, layout, "NCHW")
@@ -165,4 +175,6 @@ SPECS: list[OpSpec] = [
     Identity("relax.grad.end_checkpoint", weight=0.3),
     TakeBackward("relax.grad.take_backward", weight=0.5),
     AvgPool2dBackward("relax.grad.avg_pool2d_backward", weight=0.4),
+    AvgPool2dBackward("relax.grad.max_pool2d_backward", weight=0.4, kind="max",
+                      discontinuous=True),
 ]
