@@ -144,6 +144,7 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
              r"Binary operators must have the same datatype|"
              r"requires the input indices to have integer dtype|"
              r"all inputs must have the same dtype|"
+             r"requires all the input tensors to have the same dtype|"
              r"Argument \d+ type mismatch: expected R\.Tensor",
              "eye_like ignores its dtype when legalized (the result keeps the input's dtype), "
              "so an op consuming it fails re-inference in LegalizeOps (or, where the consumer "
