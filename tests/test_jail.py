@@ -272,6 +272,8 @@ def _case_with_variant(tmp_path, variant: dict) -> Path:
 @pytest.mark.parametrize("variant, says", [
     ({"target": {"kind": "llvm"}, "pipeline": "passes", "passes": ["os.system"]},
      "not on tvmfuzz's list"),
+    ({"target": {"kind": "llvm"}, "pipeline": "passes",
+      "passes": ["FuseOpsByPattern:__import__('os').system('x')"]}, "not on tvmfuzz's list"),
     ({"target": {"kind": "llvm"}, "extra_passes": ["os:system"]}, "modules to import"),
     ({"target": {"kind": "llvm", "libs": "evil"}}, "target tvmfuzz does not make"),
     ({"target": {"kind": "llvm"}, "pipeline": "evil"}, "unknown pipeline"),

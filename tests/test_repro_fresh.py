@@ -49,6 +49,16 @@ def pass_order():
         "exec_mode": "compiled"}])
 
 
+def zoo_passes():
+    """float16 asin built after zoo passes whose arguments the case carries (fusion by a
+    generated pattern, a layout, a sort order): repro.py constructs them the same way."""
+    return _one("relax.asin", "float16", [{
+        "target": {"kind": "llvm"}, "pipeline": "passes",
+        "passes": ["FoldConstant", "FuseOpsByPattern:relax.asin;relax.add@c>relax.exp",
+                   "TopologicalSort:breadth-first,from-outputs", "ConvertLayout:NHWC"],
+        "exec_mode": "bytecode"}])
+
+
 def c_backend():
     """float16 asin on the C backend: codegen_c's own "Unresolved call"."""
     return _one("relax.asin", "float16", [{"target": {"kind": "c"}, "pipeline": "default",
@@ -124,6 +134,7 @@ USER_CODEGEN = HEADER + '''\
 CASES = {
     "scheduled_crash": (scheduled(10), "decompose_padding"),
     "pass_order": (pass_order(), "tirx.asin"),
+    "zoo_passes": (zoo_passes(), "tirx.asin"),
     "c_backend": (c_backend(), "Unresolved call"),
     "roundtrip": (roundtrip(), "printed module does not parse"),
     "shape_inference": (shape_inference(), "relax.arange infers the wrong extent"),

@@ -121,6 +121,76 @@ def test_random_variants_are_deterministic_and_pass_orders_respect_prerequisites
                 assert earlier in ps[:ps.index(later)]
 
 
+def test_every_zoo_pass_is_constructed_from_its_name_and_checked_from_outside():
+    from fuzz.choice import RandomChooser
+    from worker.variants import (RELAX_PASSES, make_pass, pass_name, pass_problem,
+                                 random_pass)
+
+    seen = set()
+    ch = RandomChooser(0)
+    for _ in range(600):
+        spec = random_pass(ch)
+        seen.add(pass_name(spec))
+        assert pass_problem(spec) is None, spec
+        assert make_pass(spec).info.name, spec
+    assert seen == set(RELAX_PASSES)
+    for bad in ("NoSuchPass", "ConvertLayout:NCHW4c", "FuseOpsByPattern:os.system",
+                "FuseOpsByPattern:relax.add|bind", "TopologicalSort:depth-first", 3):
+        assert pass_problem(bad), bad
+
+
+def test_prerequisites_hold_for_the_whole_zoo():
+    from fuzz.choice import RandomChooser
+    from worker.variants import _NEEDS_BEFORE, pass_name
+
+    for seed in range(60):
+        names = [pass_name(p) for p in random_passes(RandomChooser(seed), 6)]
+        for i, p in enumerate(names):
+            if p in _NEEDS_BEFORE:
+                assert _NEEDS_BEFORE[p] in names[:i], names
+
+
+def test_zoo_variant_with_arguments_builds_runs_and_agrees():
+    prog = small_program()
+    passes = ["FoldConstant", "FuseOpsByPattern:relax.add;relax.multiply@c>relax.add|nobind",
+              "TopologicalSort:breadth-first,from-outputs", "ConvertLayout:NHWC",
+              "ReorderPermuteDimsAfterConcat", "RemoveRedundantReshape", "LegalizeOps",
+              "AttachAttrLayoutFreeBuffers", "SplitLayoutRewritePreproc",
+              "DataflowUseInplaceCalls"]
+    o = compile_and_run(prog, [BASE, Variant({"kind": "llvm"}, "passes", passes)])
+    assert o.verdict == "pass", o.to_json()
+    # an inexact pass: compared for crashes only, never with numpy
+    assert not Variant(passes=["ToMixedPrecision:float16"]).exact
+    assert not Variant(passes=["FastMathTransform"]).exact
+    assert Variant(passes=passes).exact
+
+
+def test_generated_pattern_fusion_binds_each_functions_own_constants():
+    """Bug class: fusion by pattern that merged functions differing only in their bound
+    constants. Two add-constant-relu chains with different constants: the zoo's generated
+    pattern fuses each into a composite function with its constant bound, and the result
+    must still be numpy's (it is on 0.27: two functions, each with its own constant)."""
+    from fuzz.materialize import materialize
+    from worker.variants import make_pass
+
+    t = TensorTy([4, 8], "float32")
+    nodes = [Node("c1", "const", [], {"value": 1.5, "ty": t.to_json()}, t),
+             Node("c2", "const", [], {"value": -0.5, "ty": t.to_json()}, t),
+             Node("v1", "relax.add", ["a", "c1"], {}, t),
+             Node("v2", "relax.nn.relu", ["v1"], {}, t),
+             Node("v3", "relax.add", ["v2", "c2"], {}, t),
+             Node("v4", "relax.nn.relu", ["v3"], {}, t)]
+    prog = Program([Function("main", [Param("a", t)], [Block(True, nodes)], "v4")], "main",
+                   {"mode": "valid", "seed": 3})
+    passes = ["FoldConstant", "FuseOpsByPattern:relax.add@c>relax.nn.relu"]
+    fused = make_pass(passes[1])(make_pass(passes[0])(materialize(prog)))
+    composite = [gv for gv, f in fused.functions.items()
+                 if f.attrs is not None and "Composite" in f.attrs]
+    assert len(composite) == 2, fused.script()
+    o = compile_and_run(prog, [BASE, Variant({"kind": "llvm"}, "passes", passes)])
+    assert o.verdict == "pass", o.to_json()
+
+
 def test_pass_watch_names_the_pass_that_left_ill_formed_ir():
     sys.path.insert(0, PLUGINS)
     try:

@@ -135,7 +135,7 @@ def case_problem(prog: Program) -> Optional[str]:
     variants are data that the sandbox turns into passes, pipelines and targets: only names
     tvmfuzz itself draws are allowed, and never a module to import."""
     from . import tir_passes
-    from .variants import RELAX_PASSES
+    from .variants import pass_problem
 
     if prog.ir == "seeded":   # its text is parsed in the sandbox: the script guard first
         for what, text in (("seed", prog.seed_text), ("mutant", prog.mutant)):
@@ -151,7 +151,7 @@ def case_problem(prog: Program) -> Optional[str]:
         if problem:
             return problem
     ir = "tir" if prog.ir == "tir" else "relax"
-    known_passes = set(tir_passes.ALL_PASSES) if ir == "tir" else set(RELAX_PASSES)
+    known_passes = set(tir_passes.ALL_PASSES)
     variants = prog.meta.get("variants") or []
     if not isinstance(variants, list):
         return "its variants are not a list"
@@ -175,7 +175,8 @@ def case_problem(prog: Program) -> Optional[str]:
         passes = v.get("passes", [])
         if not isinstance(passes, list) or not all(isinstance(p, str) for p in passes):
             return f"{where}'s passes are not a list of names"
-        unknown = [p for p in passes if p not in known_passes]
+        unknown = [p for p in passes if (p not in known_passes if ir == "tir"
+                                          else pass_problem(p) is not None)]
         if unknown:
             return f"{where} names passes that are not on tvmfuzz's list: {unknown[:5]}"
         if v.get("exec_mode", "bytecode") not in EXEC_MODES:

@@ -24,19 +24,106 @@ from typing import Optional
 
 from fuzz.choice import Chooser
 
-# Relax passes that keep the entry function's signature and meaning, safe in any order before
-# lowering. ToMixedPrecision changes numerics: variants using it are compared for crashes only.
+# The pass zoo: every relax.transform pass that can be constructed without external inputs
+# and keeps the entry function's signature and meaning. A pass is named by a string:
+# "Name", or "Name:ARG" for one TVM needs arguments for, which ``make_pass`` turns into them
+# (the arguments are part of the case, so the reducer and repro.py rebuild the same pass):
+#   ToMixedPrecision:DTYPE          out_dtype float32 or float16
+#   ConvertLayout:LAYOUT            conv2d/pools/... to NHWC (kernel OHWI) or NCHW
+#   TopologicalSort:ORDER,DIRECTION depth-first|breadth-first, from-inputs|from-outputs
+#   FuseOpsByPattern:P;P[|nobind]   generated dpl patterns, P = OP or OP>OP (the second takes
+#                                   the first as its first argument); OP@c has a constant
+#                                   second argument; |nobind: bind_constants=False
+# Left out (each needs what a generated case cannot supply): AlterOpImpl, SplitCallTIRByPattern
+# (a PrimFunc per op), BindParams, BindSymbolicVars, UpdateParamType, UpdateVDevice (values or
+# a device to bind), Gradient (a scalar loss), LiftTransformParams, BundleModelParams and the
+# Lazy* passes (they change main's parameters: the case's inputs no longer fit), RunCodegen,
+# MergeCompositeFunctions, AttachExternModules (an external codegen), MetaSchedule* (a tuning
+# database), IPCAllReduceRewrite, LowerGPUIPCAllocStorage (several GPUs). The lowering passes
+# (CallTIRRewrite, StaticPlanBlockMemory, KillAfterLastUse, LowerAllocTensor, VMShapeLower, ...)
+# run in every build through relax.build's default pipeline, after the sequence.
 RELAX_PASSES = (
     "FoldConstant", "CanonicalizeBindings", "EliminateCommonSubexpr", "DeadCodeElimination",
     "ConvertToDataflow", "LegalizeOps", "AnnotateTIROpPattern", "FuseOps", "FuseTIR",
     "ToMixedPrecision", "CombineParallelMatmul", "DecomposeOpsForInference",
     "RewriteDataflowReshape", "LambdaLift", "Normalize",
     "ExpandTupleArguments", "RemoveUnusedParameters", "RemoveUnusedOutputs", "InlinePrivateFunctions",
+    "AdjustMatmulOrder", "ExpandMatmulOfSum", "ReorderPermuteDimsAfterConcat",
+    "ReorderTakeAfterMatmul", "FuseTransposeMatmul", "FoldBatchnormToConv2D",
+    "RemoveRedundantReshape", "OptimizeLayoutTransform", "FastMathTransform",
+    "DecomposeOpsForTraining", "ToNonDataflow", "DataflowUseInplaceCalls",
+    "SpecializePrimFuncBasedOnCallSite", "AttachAttrLayoutFreeBuffers",
+    "SplitLayoutRewritePreproc", "RealizeVDevice", "AllocateWorkspace", "NormalizeGlobalVar",
+    "TopologicalSort", "ConvertLayout", "FuseOpsByPattern",
 )
-INEXACT_PASSES = {"ToMixedPrecision"}
-# Pass orders that only work after others: LegalizeOps must come before the TIR-pattern passes.
+# Passes that change numerics by design: a variant with one is judged for crashes only.
+INEXACT_PASSES = {"ToMixedPrecision", "FastMathTransform"}
+# Pass orders that only work after others: LegalizeOps must come before the TIR-pattern passes
+# and those that read PrimFuncs (they state it: "requires legalized ops" / call_tir callees).
 _NEEDS_BEFORE = {"AnnotateTIROpPattern": "LegalizeOps", "FuseOps": "AnnotateTIROpPattern",
-                 "FuseTIR": "FuseOps"}
+                 "FuseTIR": "FuseOps", "SpecializePrimFuncBasedOnCallSite": "LegalizeOps",
+                 "AttachAttrLayoutFreeBuffers": "LegalizeOps",
+                 "SplitLayoutRewritePreproc": "AttachAttrLayoutFreeBuffers",
+                 "DataflowUseInplaceCalls": "LegalizeOps"}
+LAYOUTS = ("NHWC", "NCHW")
+SORT_ORDERS = ("depth-first", "breadth-first")
+SORT_DIRECTIONS = ("from-inputs", "from-outputs")
+# Ops the generated fusion patterns name: those random programs use most (a pattern over an
+# op no program has fuses nothing), and those with a constant operand after FoldConstant.
+PATTERN_OPS = ("relax.add", "relax.multiply", "relax.subtract", "relax.nn.relu", "relax.exp",
+               "relax.matmul", "relax.nn.conv2d", "relax.reshape", "relax.permute_dims",
+               "relax.sum", "relax.astype", "relax.maximum", "relax.divide", "relax.sigmoid",
+               "relax.nn.softmax", "relax.strided_slice", "relax.concat", "relax.where")
+
+
+def pass_name(spec: str) -> str:
+    """The TVM pass a zoo entry names ("FuseOpsByPattern:relax.add" -> "FuseOpsByPattern")."""
+    return spec.split(":", 1)[0]
+
+
+def pass_problem(spec) -> Optional[str]:
+    """Why a pass entry from outside is not one tvmfuzz makes, or None."""
+    import re
+
+    if not isinstance(spec, str) or len(spec) > 400:
+        return "not a pass name"
+    name, _, arg = spec.partition(":")
+    if name not in RELAX_PASSES:
+        return f"{name[:60]!r} is not on tvmfuzz's list"
+    if not arg:
+        return None
+    if name == "ToMixedPrecision" and arg in ("float32", "float16"):
+        return None
+    if name == "ConvertLayout" and arg in LAYOUTS:
+        return None
+    if name == "TopologicalSort" and arg.count(",") == 1 and \
+            arg.split(",")[0] in SORT_ORDERS and arg.split(",")[1] in SORT_DIRECTIONS:
+        return None
+    op = r"relax\.[a-z0-9_]+(\.[a-z0-9_]+)*(@c)?"
+    if name == "FuseOpsByPattern" and re.fullmatch(
+            rf"{op}(>{op})?(;{op}(>{op})?)*(\|nobind)?", arg):
+        return None
+    return f"{spec[:80]!r} has arguments tvmfuzz does not make"
+
+
+def random_pass(ch: Chooser) -> str:
+    """One zoo entry, its arguments drawn."""
+    p = ch.choice(RELAX_PASSES)
+    if p == "ToMixedPrecision":
+        return p + ":" + ch.choice(("float32", "float16")) if ch.boolean(0.5) else p
+    if p == "ConvertLayout":
+        return p + ":" + ch.choice(LAYOUTS)
+    if p == "TopologicalSort":
+        return f"{p}:{ch.choice(SORT_ORDERS)},{ch.choice(SORT_DIRECTIONS)}"
+    if p == "FuseOpsByPattern":
+        pats = []
+        for _ in range(ch.integer(1, 3)):
+            ops = [ch.choice(PATTERN_OPS) + ("@c" if ch.boolean(0.3) else "")
+                   for _ in range(ch.integer(1, 2))]
+            pats.append(">".join(ops))
+        return p + ":" + ";".join(pats) + ("|nobind" if ch.boolean(0.25) else "")
+    return p
+
 
 # GPU targets that build on a machine without their device or toolchain (0.27; compile-only
 # unless a CUDA GPU is present). Metal builds too, but its first build in a process takes
@@ -110,7 +197,7 @@ class Variant:
     @property
     def exact(self) -> bool:
         """Results are comparable with the numpy reference."""
-        return not (set(self.passes) & INEXACT_PASSES)
+        return not ({pass_name(p) for p in self.passes} & INEXACT_PASSES)
 
     def label(self) -> str:
         t = ",".join(f"{k}={v}" for k, v in self.target.items() if k != "kind")
@@ -126,16 +213,63 @@ BASE = Variant()
 
 
 def random_passes(ch: Chooser, n: int) -> list[str]:
+    """A random sequence from the zoo, each pass after those it needs. Fusion by pattern
+    comes after FoldConstant half of the time: constants then exist for its ``@c`` operands
+    and ``bind_constants``."""
     out: list[str] = []
     for _ in range(n):
-        p = ch.choice(RELAX_PASSES)
-        need = _NEEDS_BEFORE.get(p)
+        p = random_pass(ch)
+        if pass_name(p) == "FuseOpsByPattern" and "FoldConstant" not in out \
+                and ch.boolean(0.5):
+            out.append("FoldConstant")
+        need = _NEEDS_BEFORE.get(pass_name(p))
         chain = []
         while need and need not in out and need not in chain:
             chain.insert(0, need)
             need = _NEEDS_BEFORE.get(need)
         out.extend(chain + [p])
     return out
+
+
+def make_pass(spec):
+    """The relax.transform pass a zoo entry names, with its arguments (see RELAX_PASSES)."""
+    from tvm import relax
+
+    name, _, arg = spec.partition(":")
+    if name == "ToMixedPrecision" and arg:
+        return relax.transform.ToMixedPrecision(out_dtype=arg)
+    if name == "ConvertLayout":
+        nhwc = arg == "NHWC"
+        two = ["NHWC", "OHWI"] if nhwc else ["NCHW", "OIHW"]
+        one = ["NHWC"] if nhwc else ["NCHW"]
+        return relax.transform.ConvertLayout({
+            "relax.nn.conv2d": two, "relax.nn.conv2d_transpose": two,
+            "relax.nn.max_pool2d": one, "relax.nn.avg_pool2d": one,
+            "relax.nn.adaptive_avg_pool2d": one, "relax.image.resize2d": one})
+    if name == "TopologicalSort" and arg:
+        order, direction = arg.split(",")
+        return relax.transform.TopologicalSort(order=order, direction=direction)
+    if name == "FuseOpsByPattern":
+        from tvm.relax.dpl import is_const, is_op, wildcard
+
+        def call(op, inner=None):
+            op, const = op[:-2] if op.endswith("@c") else op, op.endswith("@c")
+            first = inner if inner is not None else wildcard()
+            if const:
+                return is_op(op)(first, is_const(), varg_default_wildcard=True)
+            if inner is not None:
+                return is_op(op)(first, varg_default_wildcard=True)
+            return is_op(op)(varg_default_wildcard=True)
+
+        body, _, flag = arg.partition("|")
+        patterns = []
+        for i, chain in enumerate(body.split(";")):
+            pat = None
+            for op in chain.split(">"):
+                pat = call(op, pat)
+            patterns.append((f"tvmfuzz_p{i}", pat))
+        return relax.transform.FuseOpsByPattern(patterns, bind_constants=flag != "nobind")
+    return getattr(relax.transform, name)()
 
 
 def gpu_variant(ch: Chooser, kind: str) -> Variant:
@@ -260,7 +394,7 @@ def pipeline_for(variant, target, schedule=None):
                                              relax.pipeline.default_build_pipeline()])
     elif kind == "passes":
         pipeline = tvm.transform.Sequential(
-            [getattr(relax.transform, p)() for p in variant.get("passes") or []]
+            [make_pass(p) for p in variant.get("passes") or []]
             + [relax.pipeline.default_build_pipeline()])
     elif kind == "dlight":
         from tvm.s_tir import dlight as dl
@@ -425,7 +559,7 @@ def nvcc_compile(ex, v: Variant) -> None:
     nvcc_for(ex, v.to_json())
 
 
-REPRO_CODE = (target_for, import_pass, pipeline_for, build_for, vm_for, runnable_here,
+REPRO_CODE = (target_for, import_pass, make_pass, pipeline_for, build_for, vm_for, runnable_here,
               _host_cpu_flags, gpu_available, cuda_source, nvcc_for)
 
 

@@ -5,10 +5,11 @@ spec to its family module's ``SPECS`` list; docs/ARCHITECTURE.md has a walk-thro
 """
 from __future__ import annotations
 
-from . import (creation, elementwise, index, linalg, manipulate, nn, reduce, sort)
+from . import (creation, elementwise, grad, image, index, linalg, manipulate, nn, qdq, reduce,
+               sort)
 from .spec import OpSpec, Value
 
-FAMILIES = (elementwise, reduce, manipulate, index, nn, linalg, sort, creation)
+FAMILIES = (elementwise, reduce, manipulate, index, nn, linalg, sort, creation, qdq, image, grad)
 
 CATALOGUE: dict[str, OpSpec] = {}
 for _fam in FAMILIES:

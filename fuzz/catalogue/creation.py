@@ -257,6 +257,29 @@ class HammingWindow(OpSpec):
         return [a["window_size"], a["periodic"], a["alpha"], a["beta"], a["dtype"]], {}
 
 
+@dataclass
+class Size(OpSpec):
+    """relax.size(x): the number of elements, a 0-d int64 tensor."""
+
+    dtypes: tuple = ALL_DTYPES
+
+    def sample(self, ctx):
+        return [ctx.pick(dtypes=self.dtypes, rank=(0, 4))], {}
+
+    def infer(self, tys, attrs):
+        return TensorTy([], "int64")
+
+    def interval(self, ins, attrs, out):
+        return (0, math.prod(d if D.is_static(d) else 8 for d in ins[0].shape))
+
+    def exact(self, ins, attrs, out):
+        return True
+
+    def reference(self, xs, attrs):
+        return np.array(xs[0].size, dtype=np.int64)
+
+
+
 SPECS: list[OpSpec] = [
     Filled("relax.zeros", fill=0),
     Filled("relax.ones", fill=1),
@@ -268,4 +291,5 @@ SPECS: list[OpSpec] = [
     Eye("relax.eye"),
     Eye("relax.eye_like", like=True),
     HammingWindow("relax.hamming_window", weight=0.3),
+    Size("relax.size", weight=0.3),
 ]

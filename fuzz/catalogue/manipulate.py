@@ -727,6 +727,81 @@ class Astype(OpSpec):
         return np.trunc(y).astype(to) if y.dtype.kind == "f" else y.astype(to)
 
 
+# --- meshgrid / reverse_sequence ----------------------------------------------------------
+@dataclass
+class Meshgrid(Move):
+    """relax.meshgrid(tensors, indexing): numpy.meshgrid of 1-D tensors; "xy" swaps the first
+    two result dims (numpy's and PyTorch's semantics)."""
+
+    def sample(self, ctx):
+        n = ctx.ch.integer(1, 4)
+        first = self.pick(ctx, rank=1)
+        xs = [first] + [ctx.pick(dtypes=(first.dtype,), rank=1, pred=_finite)
+                         for _ in range(n - 1)]
+        if any(x.dtype != first.dtype for x in xs):
+            return None
+        return xs, {"indexing": ctx.ch.choice(("ij", "ij", "xy"))}
+
+    def infer(self, tys, attrs):
+        shape = [t.shape[0] for t in tys]
+        if attrs["indexing"] == "xy" and len(shape) >= 2:
+            shape[0], shape[1] = shape[1], shape[0]
+        return TupleTy([TensorTy(list(shape), t.dtype) for t in tys])
+
+    def call(self, args, attrs):
+        return [TupleArg(tuple(args))], {"indexing": attrs["indexing"]}
+
+    def reference(self, xs, attrs):
+        return tuple(np.meshgrid(*xs, indexing=attrs["indexing"]))
+
+
+@dataclass
+class ReverseSequence(Move):
+    """relax.reverse_sequence(data, seq_lengths, seq_axis, batch_axis): in batch b, the first
+    seq_lengths[b] elements along seq_axis reversed (TensorFlow's semantics)."""
+
+    def sample(self, ctx):
+        ch = ctx.ch
+        x = self.pick(ctx, rank=(2, 4), pred=lambda v: sum(
+            D.is_static(d) and d >= 1 for d in v.shape) >= 2)
+        axes = [i for i, d in enumerate(x.shape) if D.is_static(d) and d >= 1]
+        if len(axes) < 2:
+            return None
+        seq, batch = ch.sample(axes, 2)
+        d, b = x.shape[seq], x.shape[batch]
+        lens = ctx.pick(dtypes=("int32", "int64"), rank=1, new_shape=[b], new_range=(1, d),
+                        pred=lambda v: v.exact and 1 <= v.lo and v.hi <= d)
+        if not (lens.exact and 1 <= lens.lo and lens.hi <= d):
+            return None
+        return [x, lens], {"seq_axis": _neg(ctx, seq, x.rank),
+                           "batch_axis": _neg(ctx, batch, x.rank)}
+
+    def interval(self, ins, attrs, out):
+        return ins[0].lo, ins[0].hi
+
+    def exact(self, ins, attrs, out):
+        return ins[0].exact
+
+    def infer(self, tys, attrs):
+        return TensorTy(tys[0].shape, tys[0].dtype)
+
+    def call(self, args, attrs):
+        return list(args), {"seq_axis": attrs["seq_axis"], "batch_axis": attrs["batch_axis"]}
+
+    def reference(self, xs, attrs):
+        x, lens = xs
+        seq, batch = norm_axis(attrs["seq_axis"], x.ndim), norm_axis(attrs["batch_axis"], x.ndim)
+        out = x.copy()
+        for bi, n in enumerate(lens.astype(np.int64)):
+            src = [slice(None)] * x.ndim
+            src[batch] = bi
+            src[seq] = slice(int(n) - 1, None, -1) if n > 0 else slice(0, 0)
+            dst = list(src)
+            dst[seq] = slice(0, int(n))
+            out[tuple(dst)] = x[tuple(src)]
+        return out
+
+
 SPECS: list[OpSpec] = [
     Reshape("relax.reshape", weight=2.0, uses_env=True),
     Flatten("relax.flatten"),
@@ -745,4 +820,6 @@ SPECS: list[OpSpec] = [
     PixelShuffle("relax.nn.pixel_shuffle", weight=0.2),
     LayoutTransform("relax.layout_transform", weight=0.5),
     Astype("relax.astype", weight=1.5),
+    Meshgrid("relax.meshgrid", weight=0.4),
+    ReverseSequence("relax.reverse_sequence", weight=0.4),
 ]

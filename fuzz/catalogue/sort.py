@@ -23,7 +23,7 @@ import numpy as np
 
 from ..model import TensorTy, TupleTy
 from .reduce import count_range, dtype_name, exact_if_float, finite, rarely
-from .spec import FLOATS, INTS, OpSpec, cast, norm_axis
+from .spec import FLOATS, INTS, ConstArg, OpSpec, cast, norm_axis
 
 SORTABLE = FLOATS + ("int32", "int64")
 
@@ -140,8 +140,50 @@ class TopK(OpSpec):
         return dict(attrs, axis=ctx.ch.choice([x.rank, -x.rank - 1]))
 
 
+@dataclass
+class Bucketize(OpSpec):
+    """relax.bucketize(x, boundaries, out_int32, right): torch.bucketize, i.e. numpy's
+    searchsorted with side "left" (right=False) or "right". The boundaries must be strictly
+    increasing, which no random parameter promises: they are a constant the spec draws."""
+
+    dtypes: tuple = FLOATS + ("int32", "int64")
+    discontinuous: bool = True
+
+    def sample(self, ctx):
+        ch = ctx.ch
+        x = ctx.pick(dtypes=self.dtypes, rank=(0, 4), pred=exact_if_float)
+        if not exact_if_float(x):
+            return None
+        pts = sorted(set(ch.integer(-9, 9) for _ in range(ch.integer(1, 6))))
+        if x.dtype in FLOATS and ch.boolean(0.5):
+            pts = [p / 2 for p in pts]   # halves: exact in every float dtype
+        return [x], {"boundaries": pts, "boundaries_dtype": x.dtype,
+                     "out_int32": ch.boolean(0.5), "right": ch.boolean(0.5)}
+
+    def infer(self, tys, attrs):
+        return TensorTy(tys[0].shape, "int32" if attrs["out_int32"] else "int64")
+
+    def interval(self, ins, attrs, out):
+        return (0, len(attrs["boundaries"]))
+
+    def exact(self, ins, attrs, out):
+        return ins[0].exact or ins[0].dtype not in FLOATS
+
+    def call(self, args, attrs):
+        return [args[0], ConstArg(list(attrs["boundaries"]), attrs["boundaries_dtype"])], {
+            "out_int32": attrs["out_int32"], "right": attrs["right"]}
+
+    def reference(self, xs, attrs):
+        x = xs[0]
+        b = np.array(attrs["boundaries"], dtype=np.float64)
+        return np.searchsorted(b, x.astype(np.float64), side="right" if attrs["right"]
+                               else "left")
+
+
+
 SPECS: list[OpSpec] = [
     Sorting("relax.sort"),
     Sorting("relax.argsort", indices=True, discontinuous=True),
     TopK("relax.topk"),
+    Bucketize("relax.bucketize", weight=0.5),
 ]
