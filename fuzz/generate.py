@@ -247,9 +247,15 @@ def _op_table(ops: Optional[tuple]):
     return specs, list(itertools.accumulate(s.weight for s in specs))
 
 
+CONTROL_SHARE = 0.25  # of programs with control flow (R.If, loops), fuzz.control
+
+
 def gen_function(ch: Chooser, name: str, n_ops: int, mode: str,
                  ops: Optional[Sequence[str]] = None,
-                 callees: Sequence[Function] = ()) -> Function:
+                 callees: Sequence[Function] = (),
+                 control: Optional[list] = None) -> Function:
+    """``control``: a list to add the functions control flow needs to (branches, loops);
+    None: no control flow in this function."""
     ctx = GenContext(ch, mode, allow_sym=ch.boolean(0.4))
     specs, cum = _op_table(tuple(ops) if ops else None)
     # Parameters with unknown shape reach ops only through match_cast in valid programs.
@@ -261,6 +267,13 @@ def gen_function(ch: Chooser, name: str, n_ops: int, mode: str,
         tries += 1
         if callees and ch.boolean(0.15):
             if _call_function(ctx, ch.choice(list(callees))):
+                made += 1
+            continue
+        if control is not None and ch.boolean(0.25):
+            from . import control as C
+
+            if (C.gen_if(ctx, specs, cum, control, 1, name) if ch.boolean(0.65)
+                    else C.gen_loop(ctx, specs, cum, control, name)):
                 made += 1
             continue
         spec = ch.weighted_cum(specs, cum)
@@ -324,6 +337,11 @@ def _outputs(ctx: GenContext) -> str:
 def _blocks(ctx: GenContext, ret: str) -> list[Block]:
     nodes = ctx.nodes
     r = ctx.ch.integer(0, 9)
+    first_if = next((i for i, n in enumerate(nodes) if n.op == "if"), None)
+    if first_if is not None:   # R.If is not allowed inside a dataflow block
+        if r < 7 and first_if > 0:
+            return [Block(True, nodes[:first_if]), Block(False, nodes[first_if:])]
+        return [Block(False, nodes)]
     if r < 7 or len(nodes) < 2:
         return [Block(dataflow=r < 7, nodes=nodes)]
     cut = ctx.ch.integer(1, len(nodes) - 1)   # a dataflow block, then a plain one
@@ -337,7 +355,9 @@ def gen_program(ch: Chooser, n_ops: int = 10, mode: str = "valid",
         k = ch.integer(2, max(2, n_ops // 3))
         funcs.append(gen_function(ch, "helper", k, "valid", ops))
         n_ops -= k
-    main = gen_function(ch, "main", n_ops, mode, ops, callees=funcs)
+    control = [] if n_ops >= 2 and ch.boolean(CONTROL_SHARE) else None
+    main = gen_function(ch, "main", n_ops, mode, ops, callees=funcs, control=control)
+    funcs += control or []
     prog = Program([main] + funcs, "main",
                    {"generator": GENERATOR_VERSION, "mode": mode, "seed": seed})
     if mode == "near-valid":

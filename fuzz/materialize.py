@@ -151,7 +151,10 @@ def _node_expr(node, env: dict, scope: _Scope, gvars: dict, bb):
     raise MaterializeError(f"unknown op {node.op!r} in node {node.name}")
 
 
-def _build_function(bb, f: Function, gvars: dict, private: bool, check_types: bool = False):
+def _build_function(bb, f: Function, gvars: dict, private: bool, check_types: bool = False,
+                    program: Optional[Program] = None, declared=None):
+    """Emit ``f``; ``declared``: the GlobalVar a recursive function was declared under before
+    its body could be built (its calls to itself name it)."""
     _, relax, _ = _tvm()
     scope = _Scope()
     params = [relax.Var(p.name, scope.sinfo(p.ty)) for p in f.params]
@@ -162,16 +165,63 @@ def _build_function(bb, f: Function, gvars: dict, private: bool, check_types: bo
         for later in f.blocks[i + 1:]:
             for n in later.nodes:
                 used_later.update(n.args)
-    with bb.function(f.name, params, private=private):
+    name = f.name if declared is None else f.name + "__body"
+    with bb.function(name, params, private=private):
         for block in f.blocks:
             if block.dataflow:
                 with bb.dataflow():
-                    outs = _emit_block(bb, block, env, scope, gvars, used_later, check_types)
+                    outs = _emit_block(bb, block, env, scope, gvars, used_later, check_types,
+                                       program)
                     for n in outs:
                         env[n] = bb.emit_output(env[n], name_hint=n)
             else:
-                _emit_block(bb, block, env, scope, gvars, used_later, check_types)
-        bb.emit_func_output(env[f.ret])
+                _emit_block(bb, block, env, scope, gvars, used_later, check_types, program)
+        gv = bb.emit_func_output(env[f.ret])
+    if f.ret_annot is not None or declared is not None:
+        # The declared return type, written as TVMScript's ``-> R.Tensor(...)`` writes it
+        # (a near-valid mutant's may disagree with the body's); a recursive function keeps
+        # the type it was declared with.
+        built = bb.get()[gv]
+        ret = scope.sinfo(f.ret_annot) if f.ret_annot is not None else None
+        func = relax.Function(built.params, built.body, ret, is_pure=True, attrs=built.attrs)
+        bb.update_func(declared if declared is not None else gv, func)
+    return gv
+
+
+def _declare(bb, f: Function, private: bool):
+    """A GlobalVar for a function called before its body exists (recursion): an empty
+    function of its signature, replaced once the body is built."""
+    _, relax, _ = _tvm()
+    scope = _Scope()
+    params = [relax.Var(p.name, scope.sinfo(p.ty)) for p in f.params]
+    ret = f.ret_annot or f.value_types()[f.ret]
+    empty = relax.Function.create_empty(params, scope.sinfo(ret))
+    if not private:
+        empty = empty.with_attr("global_symbol", f.name)
+    return bb.add_func(empty, f.name)
+
+
+def _emit_if(bb, node, env, scope, gvars, check_types, program):
+    """``R.If(cond, then, else)``: each branch function's nodes emitted as the bindings of
+    its SeqExpr, its parameters bound to the ``if`` node's arguments."""
+    _, relax, _ = _tvm()
+    if program is None:
+        raise MaterializeError(f"if node {node.name} outside a program")
+    cond = env[node.args[0]]
+    bodies = []
+    for branch in program.branches(node):
+        if len(branch.params) != len(node.args) - 1:
+            raise MaterializeError(f"if node {node.name}: {branch.name} takes "
+                                   f"{len(branch.params)} values, given {len(node.args) - 1}")
+        benv = dict(env)
+        benv.update({p.name: env[a] for p, a in zip(branch.params, node.args[1:])})
+        bb._begin_binding_block()
+        for block in branch.blocks:
+            plain = type(block)(False, block.nodes)
+            _emit_block(bb, plain, benv, scope, gvars, set(), check_types, program)
+        blk = bb._end_block()
+        bodies.append(relax.SeqExpr([blk] if len(blk.bindings) else [], benv[branch.ret]))
+    return relax.If(cond, bodies[0], bodies[1])
 
 
 # Called with each node's op before it is built (or None): the sandbox leaves it as a
@@ -179,7 +229,8 @@ def _build_function(bb, f: Function, gvars: dict, private: bool, check_types: bo
 on_node: Optional[Callable[[str], None]] = None
 
 
-def _emit_block(bb, block, env, scope, gvars, used_later, check_types=False) -> list[str]:
+def _emit_block(bb, block, env, scope, gvars, used_later, check_types=False,
+                program: Optional[Program] = None) -> list[str]:
     _, relax, _ = _tvm()
     outs = []
     for node in block.nodes:
@@ -189,7 +240,10 @@ def _emit_block(bb, block, env, scope, gvars, used_later, check_types=False) -> 
             t = ty_from_json(node.attrs["ty"])
             env[node.name] = bb.match_cast(env[node.args[0]], scope.sinfo(t), name_hint=node.name)
         else:
-            expr = _node_expr(node, env, scope, gvars, bb)
+            if node.op == "if":
+                expr = _emit_if(bb, node, env, scope, gvars, check_types, program)
+            else:
+                expr = _node_expr(node, env, scope, gvars, bb)
             if node.annot is not None:
                 # An explicit annotation, kept even where it disagrees with inference.
                 expr = bb.normalize(expr)
@@ -213,17 +267,31 @@ def materialize(program: Program, check_types: bool = False):
     tvm, relax, _ = _tvm()
     bb = relax.BlockBuilder()
     gvars: dict[str, Any] = {}
-    # Callees first, so calls can name their GlobalVar.
+    # Callees first, so calls can name their GlobalVar; a recursive function is declared
+    # first (its signature) and its body built after.
     order = [f for f in program.functions if f.name != program.entry] + [program.main]
-    for f in _call_order(program, order):
+    order, recursive = _call_order(program, order)
+    for f in order:
+        if f.name in recursive:
+            gvars[f.name] = _declare(bb, f, private=f.name != program.entry)
+    temps = []
+    for f in order:
         try:
-            _build_function(bb, f, gvars, private=f.name != program.entry,
-                            check_types=check_types)
+            gv = _build_function(bb, f, gvars, private=f.name != program.entry,
+                                 check_types=check_types, program=program,
+                                 declared=gvars.get(f.name) if f.name in recursive else None)
         except InferenceMismatch as e:
             e.func = f.name
             raise
-        gvars[f.name] = bb.get().get_global_var(f.name)
-    return bb.get()
+        if f.name in recursive:
+            temps.append(gv)
+        else:
+            gvars[f.name] = gv
+    mod = bb.get()
+    if temps:
+        mod = tvm.IRModule({gv: fn for gv, fn in mod.functions.items() if gv not in temps},
+                           attrs=mod.attrs)
+    return mod
 
 
 def _check_inferred(node, var) -> None:
@@ -269,22 +337,33 @@ def _ty_text(t: Ty) -> str:
     return "(" + ", ".join(str(d) for d in t.shape) + ("," if len(t.shape) == 1 else "") + ")"
 
 
-def _call_order(program: Program, funcs: list[Function]) -> list[Function]:
+def _call_order(program: Program, funcs: list[Function]) -> tuple[list[Function], set]:
+    """The module's functions callees first (branch functions, which are inlined, left out),
+    and the names of those called while their own body is being built (recursion)."""
     done: list[Function] = []
-    seen: set[str] = set()
+    state: dict[str, int] = {}
+    recursive: set = set()
 
     def visit(f: Function):
-        if f.name in seen:
+        if state.get(f.name) == 1:
+            recursive.add(f.name)
             return
-        seen.add(f.name)
+        if f.name in state:
+            return
+        state[f.name] = 1
         for n in f.nodes():
             if n.op == "call":
                 visit(program.func(n.attrs["func"]))
-        done.append(f)
+            elif n.op == "if":
+                for b in program.branches(n):
+                    visit(b)
+        state[f.name] = 2
+        if f.kind != "branch":
+            done.append(f)
 
     for f in funcs:
         visit(f)
-    return done
+    return done, recursive
 
 
 def to_script(mod) -> str:
@@ -382,7 +461,12 @@ def builder_source(program: Program) -> str:
     lines = ["import numpy as np", "import tvm", "from tvm import relax, tirx", "", "",
              "def build_module():", "    bb = relax.BlockBuilder()", "    gvars = {}"]
     order = [f for f in program.functions if f.name != program.entry] + [program.main]
-    for f in _call_order(program, order):
+    order, recursive = _call_order(program, order)
+    if recursive or any(f.ret_annot is not None for f in order) or any(
+            n.op == "if" for f in program.functions for n in f.nodes()):
+        raise MaterializeError("no BlockBuilder source for control flow (R.If, recursion) or "
+                               "a declared return type")
+    for f in order:
         lines += _function_source(f, program, tensor, tup, prim)
     lines += ["    return bb.get()", ""]
     return "\n".join(lines)
