@@ -99,6 +99,12 @@ def mutations(prog) -> list[str]:
                     if n.annot is not None and n.annot != n.ty:
                         out.append(f"wrong_annotation: {n.name} = {n.op}(...) annotated "
                                    f"{_ty(n.annot)}, inferred {_ty(n.ty)}")
+        elif name == "wrong_ret":
+            for f in prog.functions:
+                if f.ret_annot is not None:
+                    out.append(f"wrong_ret: {f.name} (holding an R.If) declared to return "
+                               f"{_ty(f.ret_annot)}, its body gives "
+                               f"{_ty(f.value_types().get(f.ret))}")
         elif name == "edge_attrs":
             out.append("edge_attrs: an op's attributes set at the edge of legality")
         else:
