@@ -462,13 +462,27 @@ def builder_source(program: Program) -> str:
              "def build_module():", "    bb = relax.BlockBuilder()", "    gvars = {}"]
     order = [f for f in program.functions if f.name != program.entry] + [program.main]
     order, recursive = _call_order(program, order)
-    if recursive or any(f.ret_annot is not None for f in order) or any(
-            n.op == "if" for f in program.functions for n in f.nodes()):
-        raise MaterializeError("no BlockBuilder source for control flow (R.If, recursion) or "
-                               "a declared return type")
+    if recursive:
+        lines.append("    temps = []")
     for f in order:
-        lines += _function_source(f, program, tensor, tup, prim)
-    lines += ["    return bb.get()", ""]
+        if f.name in recursive:
+            syms: set = set()
+            params = [f"relax.Var({p.name!r}, {_ty_source(p.ty, syms, tensor, tup)})"
+                      for p in f.params]
+            ret = _ty_source(f.ret_annot or f.value_types()[f.ret], syms, tensor, tup)
+            lines += [f"    {s} = tirx.Var({s!r}, 'int64')" for s in sorted(syms)]
+            empty = f"relax.Function.create_empty([{', '.join(params)}], {ret})"
+            if f.name == program.entry:
+                empty += f".with_attr('global_symbol', {f.name!r})"
+            lines.append(f"    gvars[{f.name!r}] = bb.add_func({empty}, {f.name!r})")
+    for f in order:
+        lines += _function_source(f, program, tensor, tup, prim, f.name in recursive)
+    if recursive:
+        lines += ["    mod = bb.get()",
+                  "    return tvm.IRModule({gv: fn for gv, fn in mod.functions.items()",
+                  "                         if gv not in temps}, attrs=mod.attrs)", ""]
+    else:
+        lines += ["    return bb.get()", ""]
     return "\n".join(lines)
 
 
@@ -507,7 +521,7 @@ def _arg_source(a, syms: set, prim: str) -> str:
     if isinstance(a, ShapeArg):
         return f"[{', '.join(_dim_source(d, syms) for d in a.dims)}]"
     if isinstance(a, ConstArg):
-        return f"relax.const(np.array({a.value!r}, dtype={str(np_dtype(a.dtype))!r}), {a.dtype!r})"
+        return f"relax.const(np.array({a.value!r}, dtype={np.dtype(np_dtype(a.dtype)).name!r}), {a.dtype!r})"
     if isinstance(a, TupleArg):
         return f"relax.Tuple([{', '.join(_arg_source(x, syms, prim) for x in a.items)}])"
     if isinstance(a, PrimArg):
@@ -560,7 +574,7 @@ class _VarRef:
 
 
 def _function_source(f: Function, program: Program, tensor: str, tup: str,
-                     prim: str) -> list[str]:
+                     prim: str, recursive: bool = False) -> list[str]:
     syms: set = set()
     body: list[str] = []
     params = [f"relax.Var({p.name!r}, {_ty_source(p.ty, syms, tensor, tup)})" for p in f.params]
@@ -570,39 +584,68 @@ def _function_source(f: Function, program: Program, tensor: str, tup: str,
             for n in later.nodes:
                 used_later.update(n.args)
     private = f.name != program.entry
+    name = f.name + "__body" if recursive else f.name
     body.append(f"    params = [{', '.join(params)}]")
     body += [f"    {p.name} = params[{i}]" for i, p in enumerate(f.params)]
-    body.append(f"    with bb.function({f.name!r}, params, private={private}):")
+    body.append(f"    with bb.function({name!r}, params, private={private}):")
     for block in f.blocks:
         ind = "        "
         if block.dataflow:
             body.append(ind + "with bb.dataflow():")
             ind += "    "
-        for n in block.nodes:
-            if n.op == "match_cast":
-                body.append(f"{ind}{n.name} = bb.match_cast({n.args[0]}, "
-                            f"{_ty_source(ty_from_json(n.attrs['ty']), syms, tensor, tup)}, "
-                            f"name_hint={n.name!r})")
-                continue
-            expr = _node_source(n, syms, prim)
-            if n.annot is not None:
-                cls = "relax.DataflowVar" if block.dataflow else "relax.Var"
-                body.append(f"{ind}{n.name} = {cls}({n.name!r}, "
-                            f"{_ty_source(n.annot, syms, tensor, tup)})")
-                body.append(f"{ind}bb.emit_normalized(relax.VarBinding({n.name}, "
-                            f"bb.normalize({expr})))")
-            else:
-                body.append(f"{ind}{n.name} = bb.emit({expr}, name_hint={n.name!r})")
+        _nodes_source(block.nodes, ind, body, syms, tensor, tup, prim, program, block.dataflow)
         if block.dataflow:
             for n in block.nodes:
                 if n.name in used_later:
                     body.append(f"{ind}{n.name} = bb.emit_output({n.name}, "
                                 f"name_hint={n.name!r})")
     body.append(f"        bb.emit_func_output({f.ret})")
-    body.append(f"    gvars[{f.name!r}] = bb.get().get_global_var({f.name!r})")
+    body.append(f"    gv = bb.get().get_global_var({name!r})")
+    if f.ret_annot is not None or recursive:
+        ret = _ty_source(f.ret_annot, syms, tensor, tup) if f.ret_annot is not None else "None"
+        body.append("    built = bb.get()[gv]")
+        body.append(f"    bb.update_func({'gvars[' + repr(f.name) + ']' if recursive else 'gv'}, "
+                    f"relax.Function(built.params, built.body, {ret}, is_pure=True, "
+                    "attrs=built.attrs))")
+    if recursive:
+        body.append("    temps.append(gv)")
+    else:
+        body.append(f"    gvars[{f.name!r}] = gv")
     head = [f"    # function {f.name}"] + [f"    {s} = tirx.Var({s!r}, 'int64')"
                                            for s in sorted(syms)]
     return head + body
+
+
+def _nodes_source(nodes, ind: str, body: list, syms: set, tensor: str, tup: str, prim: str,
+                  program: Program, dataflow: bool) -> None:
+    for n in nodes:
+        if n.op == "match_cast":
+            body.append(f"{ind}{n.name} = bb.match_cast({n.args[0]}, "
+                        f"{_ty_source(ty_from_json(n.attrs['ty']), syms, tensor, tup)}, "
+                        f"name_hint={n.name!r})")
+            continue
+        if n.op == "if":
+            seqs = []
+            for side, branch in zip(("then", "else"), program.branches(n)):
+                body += [f"{ind}{p.name} = {a}" for p, a in zip(branch.params, n.args[1:])]
+                body.append(f"{ind}bb._begin_binding_block()")
+                for b in branch.blocks:
+                    _nodes_source(b.nodes, ind, body, syms, tensor, tup, prim, program, False)
+                body.append(f"{ind}blk = bb._end_block()")
+                body.append(f"{ind}{n.name}_{side} = relax.SeqExpr([blk] if len(blk.bindings) "
+                            f"else [], {branch.ret})")
+                seqs.append(f"{n.name}_{side}")
+            expr = f"relax.If({n.args[0]}, {seqs[0]}, {seqs[1]})"
+        else:
+            expr = _node_source(n, syms, prim)
+        if n.annot is not None:
+            cls = "relax.DataflowVar" if dataflow else "relax.Var"
+            body.append(f"{ind}{n.name} = {cls}({n.name!r}, "
+                        f"{_ty_source(n.annot, syms, tensor, tup)})")
+            body.append(f"{ind}bb.emit_normalized(relax.VarBinding({n.name}, "
+                        f"bb.normalize({expr})))")
+        else:
+            body.append(f"{ind}{n.name} = bb.emit({expr}, name_hint={n.name!r})")
 
 
 def _node_source(node, syms: set, prim: str) -> str:
@@ -616,7 +659,7 @@ def _node_source(node, syms: set, prim: str) -> str:
     if node.op == "const":
         t = ty_from_json(node.attrs["ty"])
         return (f"relax.const(np.full({[int(d) for d in t.shape]}, {node.attrs['value']!r}, "
-                f"dtype={str(np_dtype(t.dtype))!r}), {t.dtype!r})")
+                f"dtype={np.dtype(np_dtype(t.dtype)).name!r}), {t.dtype!r})")
     if node.op in CATALOGUE:
         spec = CATALOGUE[node.op]
         pos, kw = spec.call([_VarRef(a) for a in args], dict(node.attrs))
