@@ -271,9 +271,12 @@ def gen_function(ch: Chooser, name: str, n_ops: int, mode: str,
             continue
         if control is not None and ch.boolean(0.25):
             from . import control as C
+            from .dynshape import gen_dyn
 
-            if (C.gen_if(ctx, specs, cum, control, 1, name) if ch.boolean(0.65)
-                    else C.gen_loop(ctx, specs, cum, control, name)):
+            r = ch.integer(0, 99)
+            if (C.gen_if(ctx, specs, cum, control, 1, name) if r < 50
+                    else C.gen_loop(ctx, specs, cum, control, name) if r < 75
+                    else gen_dyn(ctx)):
                 made += 1
             continue
         spec = ch.weighted_cum(specs, cum)

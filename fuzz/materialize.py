@@ -242,6 +242,17 @@ def _emit_block(bb, block, env, scope, gvars, used_later, check_types=False,
         else:
             if node.op == "if":
                 expr = _emit_if(bb, node, env, scope, gvars, check_types, program)
+            elif node.op == "shape_tensor":
+                shape = bb.emit(relax.op.shape_of(env[node.args[0]]), name_hint=node.name + "_s")
+                expr = relax.op.shape_to_tensor(shape)
+            elif node.op == "reshape_dyn":
+                shape = bb.emit(relax.op.tensor_to_shape(env[node.args[1]]),
+                                name_hint=node.name + "_s")
+                dims = [scope.var(d) for d in node.attrs["dims"]]
+                bb.match_cast(shape, compat.shape_type(dims), name_hint=node.name + "_m")
+                # The dims the match_cast defined, as TVMScript writes it: R.shape([d1, d2])
+                # (LegalizeOps' reshape asserts a ShapeExpr; the shape variable itself fails)
+                expr = relax.op.reshape(env[node.args[0]], relax.ShapeExpr(dims))
             else:
                 expr = _node_expr(node, env, scope, gvars, bb)
             if node.annot is not None:
@@ -636,6 +647,19 @@ def _nodes_source(nodes, ind: str, body: list, syms: set, tensor: str, tup: str,
                             f"else [], {branch.ret})")
                 seqs.append(f"{n.name}_{side}")
             expr = f"relax.If({n.args[0]}, {seqs[0]}, {seqs[1]})"
+        elif n.op == "shape_tensor":
+            body.append(f"{ind}{n.name}_s = bb.emit(relax.op.shape_of({n.args[0]}), "
+                        f"name_hint={n.name + '_s'!r})")
+            expr = f"relax.op.shape_to_tensor({n.name}_s)"
+        elif n.op == "reshape_dyn":
+            dims = ", ".join(_dim_source(d, syms) for d in n.attrs["dims"])
+            shape = "relax.ShapeStructInfo" if tensor.endswith("StructInfo") else \
+                "relax.ShapeType"
+            body.append(f"{ind}{n.name}_s = bb.emit(relax.op.tensor_to_shape({n.args[1]}), "
+                        f"name_hint={n.name + '_s'!r})")
+            body.append(f"{ind}{n.name}_m = bb.match_cast({n.name}_s, {shape}([{dims}]), "
+                        f"name_hint={n.name + '_m'!r})")
+            expr = f"relax.op.reshape({n.args[0]}, relax.ShapeExpr([{dims}]))"
         else:
             expr = _node_source(n, syms, prim)
         if n.annot is not None:

@@ -29,6 +29,10 @@ STRUCTURAL_OPS = {
     "if",          # args: cond (a 0-d bool tensor), then the values the branches take;
                    # attrs: then, else (names of branch functions, inlined as R.If's
                    # branches: their parameters are bound to args[1:] by position)
+    "shape_tensor",  # args: x; R.shape_to_tensor(R.shape_of(x)): x's shape as an int64 tensor
+    "reshape_dyn",   # args: x, t (a 1-d int64 tensor); attrs: dims (fresh symbolic dim names),
+                     # known ({dim: value}, what t holds when the case runs):
+                     # R.reshape(x, R.match_cast(R.tensor_to_shape(t), R.Shape(dims)))
 }
 
 # Function kinds: an ordinary function of the module, or the body of an R.If branch (never a

@@ -42,6 +42,14 @@ def _eval(program, n, xs, env, depth=0):
         then, other = program.branches(n)
         return run_function(program, then if bool(np.asarray(xs[0])) else other, xs[1:], env,
                             depth + 1)
+    if n.op == "shape_tensor":
+        return np.array(np.asarray(xs[0]).shape, dtype=np.int64)
+    if n.op == "reshape_dyn":
+        want = [int(v) for v in np.asarray(xs[1])]
+        for d, v in zip(n.attrs["dims"], want):
+            if env.setdefault(d, v) != v:
+                raise ReferenceError(f"reshape_dyn {n.name}: {d} is {env[d]} and {v}")
+        return np.asarray(xs[0]).reshape(want)
     if n.op == "tuple":
         return tuple(xs)
     if n.op == "get_item":

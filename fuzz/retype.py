@@ -208,6 +208,20 @@ def _infer(prog: Program, n, ins: list, ret_tys: dict, declared: dict | None = N
         return ret_tys[callee.name]
     if op == "const":
         return ty_from_json(n.attrs["ty"])
+    if op == "shape_tensor":
+        if len(ins) != 1 or not isinstance(ins[0], TensorTy) or ins[0].shape is None:
+            raise IllFormed(f"{n.name}: shape_of needs a tensor of known rank")
+        return TensorTy([len(ins[0].shape)], "int64")
+    if op == "reshape_dyn":
+        dims = list(n.attrs.get("dims") or [])
+        if len(ins) != 2 or not isinstance(ins[0], TensorTy) or not _same(
+                ins[1], TensorTy([len(dims)], "int64")):
+            raise IllFormed(f"{n.name}: reshape_dyn needs a tensor and its shape's tensor")
+        known = n.attrs.get("known") or {}
+        a, b = _numel(ins[0].shape), math.prod(known.get(d, 0) for d in dims)
+        if a is not None and a != b:
+            raise IllFormed(f"{n.name}: reshape changes the number of elements")
+        return TensorTy(dims, ins[0].dtype)
     if op in STRUCTURAL_OPS or op not in CATALOGUE:
         raise IllFormed(f"{n.name}: unknown op {op}")
     spec = CATALOGUE[op]
