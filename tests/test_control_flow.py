@@ -56,6 +56,41 @@ def test_generation_mixes_in_control_flow_of_every_kind(cf_programs):
         assert seen[what] > 0, (what, seen)
 
 
+def _dyn(p):
+    return {n.op for f in p.functions for n in f.nodes() if n.op in ("shape_tensor",
+            "reshape_dyn") or (n.op == "match_cast" and n.attrs.get("known"))}
+
+
+def test_data_dependent_shapes_are_generated_built_and_agree_with_numpy():
+    """shape_of/shape_to_tensor, tensor_to_shape + match_cast to fresh dims + reshape, and
+    match_cast of computed values to fresh dims: the fresh dims' values come from the run."""
+    from fuzz.inputs import make_inputs
+    from worker.sandbox_runner import SandboxRunner
+
+    progs = [p for p in (generate(s) for s in range(600)) if _dyn(p)]
+    kinds = collections.Counter(op for p in progs for op in _dyn(p))
+    assert all(kinds[k] for k in ("shape_tensor", "reshape_dyn", "match_cast")), kinds
+    for p in progs[:20]:
+        retype(p.copy(), strict=True)
+        env, _ = make_inputs(p, 0)
+        for f in p.functions:
+            for n in f.nodes():
+                for d, v in (n.attrs.get("known") or {}).items():
+                    assert env[d] == v
+    progs = [p.copy() for p in progs[:16]]
+    for p in progs:
+        p.meta["variants"] = None
+    runner = SandboxRunner(timeout=120)
+    try:
+        outs = runner.run_many(progs)
+    finally:
+        runner.close()
+    verdicts = collections.Counter(o.verdict for o in outs)
+    assert not verdicts["invalid"], [(p.meta["seed"], o.signature) for p, o in zip(progs, outs)
+                                     if o.verdict == "invalid"]
+    assert verdicts["pass"] >= 3, verdicts
+
+
 def test_control_flow_cases_round_trip_as_json_and_retype(cf_programs):
     for p in cf_programs[:40]:
         q = Program.loads(p.dumps())
