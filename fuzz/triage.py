@@ -291,7 +291,16 @@ def expected_reason(prog, outcome: Outcome | dict) -> Optional[str]:
         if refusal in message and shape_erased:
             return (f"near-valid mutant ({broke}): with a shape erased on purpose, {who} "
                     f"refuses the tensor of unknown shape with a stated error (\"{refusal}\")")
+    annotated = getattr(prog, "ir", "relax") != "tir" and any(
+        n.annot is not None and n.annot != n.ty for f in prog.functions for n in f.nodes())
+    if annotated and MATCH_CAST_REFUSAL in message and stage == "materialize":
+        return (f"near-valid mutant ({broke}): a value annotated with a type that contradicts "
+                "the match_cast it feeds (a cast to fresh dims of its true shape); the "
+                "BlockBuilder refuses the cast with its stated error")
     return None
+
+
+MATCH_CAST_REFUSAL = "It is impossible to match cast"
 
 
 # Lowering code that states it cannot handle a tensor whose shape is unknown (a Python
