@@ -1,5 +1,6 @@
 """Data-dependent shapes for the Relax generator: ``shape_of``, ``shape_to_tensor``,
-``tensor_to_shape`` and ``match_cast`` to fresh symbolic dims.
+``tensor_to_shape`` and ``match_cast`` to fresh symbolic dims; and ``R.call_dps_packed`` to a
+function the TVM runtime registers (``dps_copy``: ``runtime.TVMTensorCopyFromTo``).
 
 * ``shape_tensor`` (``R.shape_to_tensor(R.shape_of(x))``): a value's shape as an int64
   tensor, exactly known (its dims), usable by any integer op;
@@ -44,7 +45,15 @@ def gen_dyn(ctx) -> bool:
     ch = ctx.ch
     small = [v for v in ctx.pool if _small_static(v)]
     shaped = [v for v in ctx.pool if v.ty.shape is not None and len(v.ty.shape) >= 1]
-    r = ch.integer(0, 9)
+    r = ch.integer(0, 11)
+    if r >= 10:   # R.call_dps_packed to a function the runtime registers
+        known = [v for v in ctx.pool if v.ty.known()]
+        if not known:
+            return False
+        v = known[-1] if ch.boolean(0.5) else ch.choice(known)
+        node = ctx.add_node("dps_copy", [v.name], {}, v.ty)
+        ctx.add_value(node, v.lo, v.hi, v.exact)
+        return True
     if r < 3 and shaped:
         shape_tensor(ctx, shaped[-1] if ch.boolean(0.5) else ch.choice(shaped))
         return True

@@ -224,6 +224,9 @@ def _emit_if(bb, node, env, scope, gvars, check_types, program):
     return relax.If(cond, bodies[0], bodies[1])
 
 
+DPS_COPY = "runtime.TVMTensorCopyFromTo"   # registered by the TVM runtime: (from, to)
+
+
 # Called with each node's op before it is built (or None): the sandbox leaves it as a
 # breadcrumb, so a segfault while the module is constructed names the op that caused it.
 on_node: Optional[Callable[[str], None]] = None
@@ -242,6 +245,9 @@ def _emit_block(bb, block, env, scope, gvars, used_later, check_types=False,
         else:
             if node.op == "if":
                 expr = _emit_if(bb, node, env, scope, gvars, check_types, program)
+            elif node.op == "dps_copy":
+                expr = relax.call_dps_packed(DPS_COPY, [env[node.args[0]]],
+                                             scope.sinfo(node.ty))
             elif node.op == "shape_tensor":
                 shape = bb.emit(relax.op.shape_of(env[node.args[0]]), name_hint=node.name + "_s")
                 expr = relax.op.shape_to_tensor(shape)
@@ -647,6 +653,9 @@ def _nodes_source(nodes, ind: str, body: list, syms: set, tensor: str, tup: str,
                             f"else [], {branch.ret})")
                 seqs.append(f"{n.name}_{side}")
             expr = f"relax.If({n.args[0]}, {seqs[0]}, {seqs[1]})"
+        elif n.op == "dps_copy":
+            expr = (f"relax.call_dps_packed({DPS_COPY!r}, [{n.args[0]}], "
+                    f"{_ty_source(n.ty, syms, tensor, tup)})")
         elif n.op == "shape_tensor":
             body.append(f"{ind}{n.name}_s = bb.emit(relax.op.shape_of({n.args[0]}), "
                         f"name_hint={n.name + '_s'!r})")

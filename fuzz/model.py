@@ -33,6 +33,8 @@ STRUCTURAL_OPS = {
     "reshape_dyn",   # args: x, t (a 1-d int64 tensor); attrs: dims (fresh symbolic dim names),
                      # known ({dim: value}, what t holds when the case runs):
                      # R.reshape(x, R.match_cast(R.tensor_to_shape(t), R.Shape(dims)))
+    "dps_copy",      # args: x; R.call_dps_packed("runtime.TVMTensorCopyFromTo", (x,), x's
+                     # type): a function the TVM runtime registers, destination-passing
 }
 
 # Function kinds: an ordinary function of the module, or the body of an R.If branch (never a

@@ -42,6 +42,8 @@ def _eval(program, n, xs, env, depth=0):
         then, other = program.branches(n)
         return run_function(program, then if bool(np.asarray(xs[0])) else other, xs[1:], env,
                             depth + 1)
+    if n.op == "dps_copy":
+        return np.array(xs[0], copy=True)
     if n.op == "shape_tensor":
         return np.array(np.asarray(xs[0]).shape, dtype=np.int64)
     if n.op == "reshape_dyn":

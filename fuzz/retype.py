@@ -208,6 +208,10 @@ def _infer(prog: Program, n, ins: list, ret_tys: dict, declared: dict | None = N
         return ret_tys[callee.name]
     if op == "const":
         return ty_from_json(n.attrs["ty"])
+    if op == "dps_copy":
+        if len(ins) != 1 or not isinstance(ins[0], TensorTy) or not ins[0].known():
+            raise IllFormed(f"{n.name}: call_dps_packed needs a tensor of known type")
+        return ins[0]
     if op == "shape_tensor":
         if len(ins) != 1 or not isinstance(ins[0], TensorTy) or ins[0].shape is None:
             raise IllFormed(f"{n.name}: shape_of needs a tensor of known rank")

@@ -58,18 +58,20 @@ def test_generation_mixes_in_control_flow_of_every_kind(cf_programs):
 
 def _dyn(p):
     return {n.op for f in p.functions for n in f.nodes() if n.op in ("shape_tensor",
-            "reshape_dyn") or (n.op == "match_cast" and n.attrs.get("known"))}
+            "reshape_dyn", "dps_copy") or (n.op == "match_cast" and n.attrs.get("known"))}
 
 
 def test_data_dependent_shapes_are_generated_built_and_agree_with_numpy():
     """shape_of/shape_to_tensor, tensor_to_shape + match_cast to fresh dims + reshape, and
-    match_cast of computed values to fresh dims: the fresh dims' values come from the run."""
+    match_cast of computed values to fresh dims: the fresh dims' values come from the run;
+    and R.call_dps_packed to a function the runtime registers."""
     from fuzz.inputs import make_inputs
     from worker.sandbox_runner import SandboxRunner
 
     progs = [p for p in (generate(s) for s in range(600)) if _dyn(p)]
     kinds = collections.Counter(op for p in progs for op in _dyn(p))
-    assert all(kinds[k] for k in ("shape_tensor", "reshape_dyn", "match_cast")), kinds
+    assert all(kinds[k] for k in ("shape_tensor", "reshape_dyn", "match_cast", "dps_copy")), \
+        kinds
     for p in progs[:20]:
         retype(p.copy(), strict=True)
         env, _ = make_inputs(p, 0)
