@@ -2,4 +2,4 @@
 
 # Bump when a change to the generator or catalogue changes which program a seed gives:
 # a case is reproducible from (seed, GENERATOR_VERSION).
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2   # 2: control flow (fuzz.control)

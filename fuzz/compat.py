@@ -150,3 +150,9 @@ def tensor_class():
     import tvm
 
     return getattr(tvm.runtime, "Tensor", None) or tvm.nd.NDArray
+
+
+def shape_type(values: list):
+    """``R.Shape([...])``'s type: 0.25's ShapeStructInfo, 0.27's ShapeType."""
+    relax = _relax()
+    return (relax.ShapeStructInfo if struct_info_api() else relax.ShapeType)(values)

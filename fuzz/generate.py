@@ -268,9 +268,15 @@ def _op_table(ops: Optional[tuple]):
     return specs, list(itertools.accumulate(s.weight for s in specs))
 
 
+CONTROL_SHARE = 0.25  # of programs with control flow (R.If, loops), fuzz.control
+
+
 def gen_function(ch: Chooser, name: str, n_ops: int, mode: str,
                  ops: Optional[Sequence[str]] = None,
-                 callees: Sequence[Function] = (), guide=None) -> Function:
+                 callees: Sequence[Function] = (), guide=None,
+                 control: Optional[list] = None) -> Function:
+    """``control``: a list to add the functions control flow needs to (branches, loops);
+    None: no control flow in this function."""
     ctx = GenContext(ch, mode, allow_sym=ch.boolean(0.4), guide=guide)
     specs, cum = _op_table(tuple(ops) if ops else None)
     # Parameters with unknown shape reach ops only through match_cast in valid programs.
@@ -282,6 +288,16 @@ def gen_function(ch: Chooser, name: str, n_ops: int, mode: str,
         tries += 1
         if callees and ch.boolean(0.15):
             if _call_function(ctx, ch.choice(list(callees))):
+                made += 1
+            continue
+        if control is not None and ch.boolean(0.25):
+            from . import control as C
+            from .dynshape import gen_dyn
+
+            r = ch.integer(0, 99)
+            if (C.gen_if(ctx, specs, cum, control, 1, name) if r < 50
+                    else C.gen_loop(ctx, specs, cum, control, name) if r < 75
+                    else gen_dyn(ctx)):
                 made += 1
             continue
         spec = ch.weighted_cum(specs, cum) if guide is None else \
@@ -346,6 +362,11 @@ def _outputs(ctx: GenContext) -> str:
 def _blocks(ctx: GenContext, ret: str) -> list[Block]:
     nodes = ctx.nodes
     r = ctx.ch.integer(0, 9)
+    first_if = next((i for i, n in enumerate(nodes) if n.op == "if"), None)
+    if first_if is not None:   # R.If is not allowed inside a dataflow block
+        if r < 7 and first_if > 0:
+            return [Block(True, nodes[:first_if]), Block(False, nodes[first_if:])]
+        return [Block(False, nodes)]
     if r < 7 or len(nodes) < 2:
         return [Block(dataflow=r < 7, nodes=nodes)]
     cut = ctx.ch.integer(1, len(nodes) - 1)   # a dataflow block, then a plain one
@@ -360,7 +381,11 @@ def gen_program(ch: Chooser, n_ops: int = 10, mode: str = "valid",
         k = ch.integer(2, max(2, n_ops // 3))
         funcs.append(gen_function(ch, "helper", k, "valid", ops, guide=guide))
         n_ops -= k
-    main = gen_function(ch, "main", n_ops, mode, ops, callees=funcs, guide=guide)
+    # Not in programs drawn from a subset of the ops (ONNX cases: the exporter writes ops)
+    control = [] if not ops and n_ops >= 2 and ch.boolean(CONTROL_SHARE) else None
+    main = gen_function(ch, "main", n_ops, mode, ops, callees=funcs, guide=guide,
+                        control=control)
+    funcs += control or []
     prog = Program([main] + funcs, "main",
                    {"generator": GENERATOR_VERSION, "mode": mode, "seed": seed})
     if mode == "near-valid":

@@ -13,8 +13,13 @@ def bind_dims(program: Program, rng: np.random.Generator) -> dict[str, int]:
                     for v in ty_vars(p.runtime_ty)}
                    | {v for f in program.functions for n in f.nodes() if n.op == "match_cast"
                       for v in ty_vars(n.ty)})
+    # Dims a data-dependent shape defines (fuzz.dynshape) have the value the data gives them.
+    known = {k: int(v) for f in program.functions for n in f.nodes()
+             if n.op in ("match_cast", "reshape_dyn")
+             for k, v in (n.attrs.get("known") or {}).items()}
     # 1 is common on purpose: broadcasting and squeeze edges live there.
-    return {n: int(rng.choice([1, 2, 3, 4, 5, 8])) for n in names}
+    return {n: known[n] if n in known else int(rng.choice([1, 2, 3, 4, 5, 8]))
+            for n in sorted(set(names) | set(known))}
 
 
 def make_array(ty: TensorTy, lo: float, hi: float, env: dict, rng) -> np.ndarray:

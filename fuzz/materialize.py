@@ -151,7 +151,10 @@ def _node_expr(node, env: dict, scope: _Scope, gvars: dict, bb):
     raise MaterializeError(f"unknown op {node.op!r} in node {node.name}")
 
 
-def _build_function(bb, f: Function, gvars: dict, private: bool, check_types: bool = False):
+def _build_function(bb, f: Function, gvars: dict, private: bool, check_types: bool = False,
+                    program: Optional[Program] = None, declared=None):
+    """Emit ``f``; ``declared``: the GlobalVar a recursive function was declared under before
+    its body could be built (its calls to itself name it)."""
     _, relax, _ = _tvm()
     scope = _Scope()
     params = [relax.Var(p.name, scope.sinfo(p.ty)) for p in f.params]
@@ -162,16 +165,66 @@ def _build_function(bb, f: Function, gvars: dict, private: bool, check_types: bo
         for later in f.blocks[i + 1:]:
             for n in later.nodes:
                 used_later.update(n.args)
-    with bb.function(f.name, params, private=private):
+    name = f.name if declared is None else f.name + "__body"
+    with bb.function(name, params, private=private):
         for block in f.blocks:
             if block.dataflow:
                 with bb.dataflow():
-                    outs = _emit_block(bb, block, env, scope, gvars, used_later, check_types)
+                    outs = _emit_block(bb, block, env, scope, gvars, used_later, check_types,
+                                       program)
                     for n in outs:
                         env[n] = bb.emit_output(env[n], name_hint=n)
             else:
-                _emit_block(bb, block, env, scope, gvars, used_later, check_types)
-        bb.emit_func_output(env[f.ret])
+                _emit_block(bb, block, env, scope, gvars, used_later, check_types, program)
+        gv = bb.emit_func_output(env[f.ret])
+    if f.ret_annot is not None or declared is not None:
+        # The declared return type, written as TVMScript's ``-> R.Tensor(...)`` writes it
+        # (a near-valid mutant's may disagree with the body's); a recursive function keeps
+        # the type it was declared with.
+        built = bb.get()[gv]
+        ret = scope.sinfo(f.ret_annot) if f.ret_annot is not None else None
+        func = relax.Function(built.params, built.body, ret, is_pure=True, attrs=built.attrs)
+        bb.update_func(declared if declared is not None else gv, func)
+    return gv
+
+
+def _declare(bb, f: Function, private: bool):
+    """A GlobalVar for a function called before its body exists (recursion): an empty
+    function of its signature, replaced once the body is built."""
+    _, relax, _ = _tvm()
+    scope = _Scope()
+    params = [relax.Var(p.name, scope.sinfo(p.ty)) for p in f.params]
+    ret = f.ret_annot or f.value_types()[f.ret]
+    empty = relax.Function.create_empty(params, scope.sinfo(ret))
+    if not private:
+        empty = empty.with_attr("global_symbol", f.name)
+    return bb.add_func(empty, f.name)
+
+
+def _emit_if(bb, node, env, scope, gvars, check_types, program):
+    """``R.If(cond, then, else)``: each branch function's nodes emitted as the bindings of
+    its SeqExpr, its parameters bound to the ``if`` node's arguments."""
+    _, relax, _ = _tvm()
+    if program is None:
+        raise MaterializeError(f"if node {node.name} outside a program")
+    cond = env[node.args[0]]
+    bodies = []
+    for branch in program.branches(node):
+        if len(branch.params) != len(node.args) - 1:
+            raise MaterializeError(f"if node {node.name}: {branch.name} takes "
+                                   f"{len(branch.params)} values, given {len(node.args) - 1}")
+        benv = dict(env)
+        benv.update({p.name: env[a] for p, a in zip(branch.params, node.args[1:])})
+        bb._begin_binding_block()
+        for block in branch.blocks:
+            plain = type(block)(False, block.nodes)
+            _emit_block(bb, plain, benv, scope, gvars, set(), check_types, program)
+        blk = bb._end_block()
+        bodies.append(relax.SeqExpr([blk] if len(blk.bindings) else [], benv[branch.ret]))
+    return relax.If(cond, bodies[0], bodies[1])
+
+
+DPS_COPY = "runtime.TVMTensorCopyFromTo"   # registered by the TVM runtime: (from, to)
 
 
 # Called with each node's op before it is built (or None): the sandbox leaves it as a
@@ -179,7 +232,8 @@ def _build_function(bb, f: Function, gvars: dict, private: bool, check_types: bo
 on_node: Optional[Callable[[str], None]] = None
 
 
-def _emit_block(bb, block, env, scope, gvars, used_later, check_types=False) -> list[str]:
+def _emit_block(bb, block, env, scope, gvars, used_later, check_types=False,
+                program: Optional[Program] = None) -> list[str]:
     _, relax, _ = _tvm()
     outs = []
     for node in block.nodes:
@@ -189,7 +243,24 @@ def _emit_block(bb, block, env, scope, gvars, used_later, check_types=False) -> 
             t = ty_from_json(node.attrs["ty"])
             env[node.name] = bb.match_cast(env[node.args[0]], scope.sinfo(t), name_hint=node.name)
         else:
-            expr = _node_expr(node, env, scope, gvars, bb)
+            if node.op == "if":
+                expr = _emit_if(bb, node, env, scope, gvars, check_types, program)
+            elif node.op == "dps_copy":
+                expr = relax.call_dps_packed(DPS_COPY, [env[node.args[0]]],
+                                             scope.sinfo(node.ty))
+            elif node.op == "shape_tensor":
+                shape = bb.emit(relax.op.shape_of(env[node.args[0]]), name_hint=node.name + "_s")
+                expr = relax.op.shape_to_tensor(shape)
+            elif node.op == "reshape_dyn":
+                shape = bb.emit(relax.op.tensor_to_shape(env[node.args[1]]),
+                                name_hint=node.name + "_s")
+                dims = [scope.var(d) for d in node.attrs["dims"]]
+                bb.match_cast(shape, compat.shape_type(dims), name_hint=node.name + "_m")
+                # The dims the match_cast defined, as TVMScript writes it: R.shape([d1, d2])
+                # (LegalizeOps' reshape asserts a ShapeExpr; the shape variable itself fails)
+                expr = relax.op.reshape(env[node.args[0]], relax.ShapeExpr(dims))
+            else:
+                expr = _node_expr(node, env, scope, gvars, bb)
             if node.annot is not None:
                 # An explicit annotation, kept even where it disagrees with inference.
                 expr = bb.normalize(expr)
@@ -213,17 +284,31 @@ def materialize(program: Program, check_types: bool = False):
     tvm, relax, _ = _tvm()
     bb = relax.BlockBuilder()
     gvars: dict[str, Any] = {}
-    # Callees first, so calls can name their GlobalVar.
+    # Callees first, so calls can name their GlobalVar; a recursive function is declared
+    # first (its signature) and its body built after.
     order = [f for f in program.functions if f.name != program.entry] + [program.main]
-    for f in _call_order(program, order):
+    order, recursive = _call_order(program, order)
+    for f in order:
+        if f.name in recursive:
+            gvars[f.name] = _declare(bb, f, private=f.name != program.entry)
+    temps = []
+    for f in order:
         try:
-            _build_function(bb, f, gvars, private=f.name != program.entry,
-                            check_types=check_types)
+            gv = _build_function(bb, f, gvars, private=f.name != program.entry,
+                                 check_types=check_types, program=program,
+                                 declared=gvars.get(f.name) if f.name in recursive else None)
         except InferenceMismatch as e:
             e.func = f.name
             raise
-        gvars[f.name] = bb.get().get_global_var(f.name)
-    return bb.get()
+        if f.name in recursive:
+            temps.append(gv)
+        else:
+            gvars[f.name] = gv
+    mod = bb.get()
+    if temps:
+        mod = tvm.IRModule({gv: fn for gv, fn in mod.functions.items() if gv not in temps},
+                           attrs=mod.attrs)
+    return mod
 
 
 def _check_inferred(node, var) -> None:
@@ -269,22 +354,33 @@ def _ty_text(t: Ty) -> str:
     return "(" + ", ".join(str(d) for d in t.shape) + ("," if len(t.shape) == 1 else "") + ")"
 
 
-def _call_order(program: Program, funcs: list[Function]) -> list[Function]:
+def _call_order(program: Program, funcs: list[Function]) -> tuple[list[Function], set]:
+    """The module's functions callees first (branch functions, which are inlined, left out),
+    and the names of those called while their own body is being built (recursion)."""
     done: list[Function] = []
-    seen: set[str] = set()
+    state: dict[str, int] = {}
+    recursive: set = set()
 
     def visit(f: Function):
-        if f.name in seen:
+        if state.get(f.name) == 1:
+            recursive.add(f.name)
             return
-        seen.add(f.name)
+        if f.name in state:
+            return
+        state[f.name] = 1
         for n in f.nodes():
             if n.op == "call":
                 visit(program.func(n.attrs["func"]))
-        done.append(f)
+            elif n.op == "if":
+                for b in program.branches(n):
+                    visit(b)
+        state[f.name] = 2
+        if f.kind != "branch":
+            done.append(f)
 
     for f in funcs:
         visit(f)
-    return done
+    return done, recursive
 
 
 def to_script(mod) -> str:
@@ -382,9 +478,28 @@ def builder_source(program: Program) -> str:
     lines = ["import numpy as np", "import tvm", "from tvm import relax, tirx", "", "",
              "def build_module():", "    bb = relax.BlockBuilder()", "    gvars = {}"]
     order = [f for f in program.functions if f.name != program.entry] + [program.main]
-    for f in _call_order(program, order):
-        lines += _function_source(f, program, tensor, tup, prim)
-    lines += ["    return bb.get()", ""]
+    order, recursive = _call_order(program, order)
+    if recursive:
+        lines.append("    temps = []")
+    for f in order:
+        if f.name in recursive:
+            syms: set = set()
+            params = [f"relax.Var({p.name!r}, {_ty_source(p.ty, syms, tensor, tup)})"
+                      for p in f.params]
+            ret = _ty_source(f.ret_annot or f.value_types()[f.ret], syms, tensor, tup)
+            lines += [f"    {s} = tirx.Var({s!r}, 'int64')" for s in sorted(syms)]
+            empty = f"relax.Function.create_empty([{', '.join(params)}], {ret})"
+            if f.name == program.entry:
+                empty += f".with_attr('global_symbol', {f.name!r})"
+            lines.append(f"    gvars[{f.name!r}] = bb.add_func({empty}, {f.name!r})")
+    for f in order:
+        lines += _function_source(f, program, tensor, tup, prim, f.name in recursive)
+    if recursive:
+        lines += ["    mod = bb.get()",
+                  "    return tvm.IRModule({gv: fn for gv, fn in mod.functions.items()",
+                  "                         if gv not in temps}, attrs=mod.attrs)", ""]
+    else:
+        lines += ["    return bb.get()", ""]
     return "\n".join(lines)
 
 
@@ -423,7 +538,7 @@ def _arg_source(a, syms: set, prim: str) -> str:
     if isinstance(a, ShapeArg):
         return f"[{', '.join(_dim_source(d, syms) for d in a.dims)}]"
     if isinstance(a, ConstArg):
-        return f"relax.const(np.array({a.value!r}, dtype={str(np_dtype(a.dtype))!r}), {a.dtype!r})"
+        return f"relax.const(np.array({a.value!r}, dtype={np.dtype(np_dtype(a.dtype)).name!r}), {a.dtype!r})"
     if isinstance(a, TupleArg):
         return f"relax.Tuple([{', '.join(_arg_source(x, syms, prim) for x in a.items)}])"
     if isinstance(a, PrimArg):
@@ -476,7 +591,7 @@ class _VarRef:
 
 
 def _function_source(f: Function, program: Program, tensor: str, tup: str,
-                     prim: str) -> list[str]:
+                     prim: str, recursive: bool = False) -> list[str]:
     syms: set = set()
     body: list[str] = []
     params = [f"relax.Var({p.name!r}, {_ty_source(p.ty, syms, tensor, tup)})" for p in f.params]
@@ -486,39 +601,84 @@ def _function_source(f: Function, program: Program, tensor: str, tup: str,
             for n in later.nodes:
                 used_later.update(n.args)
     private = f.name != program.entry
+    name = f.name + "__body" if recursive else f.name
     body.append(f"    params = [{', '.join(params)}]")
     body += [f"    {p.name} = params[{i}]" for i, p in enumerate(f.params)]
-    body.append(f"    with bb.function({f.name!r}, params, private={private}):")
+    body.append(f"    with bb.function({name!r}, params, private={private}):")
     for block in f.blocks:
         ind = "        "
         if block.dataflow:
             body.append(ind + "with bb.dataflow():")
             ind += "    "
-        for n in block.nodes:
-            if n.op == "match_cast":
-                body.append(f"{ind}{n.name} = bb.match_cast({n.args[0]}, "
-                            f"{_ty_source(ty_from_json(n.attrs['ty']), syms, tensor, tup)}, "
-                            f"name_hint={n.name!r})")
-                continue
-            expr = _node_source(n, syms, prim)
-            if n.annot is not None:
-                cls = "relax.DataflowVar" if block.dataflow else "relax.Var"
-                body.append(f"{ind}{n.name} = {cls}({n.name!r}, "
-                            f"{_ty_source(n.annot, syms, tensor, tup)})")
-                body.append(f"{ind}bb.emit_normalized(relax.VarBinding({n.name}, "
-                            f"bb.normalize({expr})))")
-            else:
-                body.append(f"{ind}{n.name} = bb.emit({expr}, name_hint={n.name!r})")
+        _nodes_source(block.nodes, ind, body, syms, tensor, tup, prim, program, block.dataflow)
         if block.dataflow:
             for n in block.nodes:
                 if n.name in used_later:
                     body.append(f"{ind}{n.name} = bb.emit_output({n.name}, "
                                 f"name_hint={n.name!r})")
     body.append(f"        bb.emit_func_output({f.ret})")
-    body.append(f"    gvars[{f.name!r}] = bb.get().get_global_var({f.name!r})")
+    body.append(f"    gv = bb.get().get_global_var({name!r})")
+    if f.ret_annot is not None or recursive:
+        ret = _ty_source(f.ret_annot, syms, tensor, tup) if f.ret_annot is not None else "None"
+        body.append("    built = bb.get()[gv]")
+        body.append(f"    bb.update_func({'gvars[' + repr(f.name) + ']' if recursive else 'gv'}, "
+                    f"relax.Function(built.params, built.body, {ret}, is_pure=True, "
+                    "attrs=built.attrs))")
+    if recursive:
+        body.append("    temps.append(gv)")
+    else:
+        body.append(f"    gvars[{f.name!r}] = gv")
     head = [f"    # function {f.name}"] + [f"    {s} = tirx.Var({s!r}, 'int64')"
                                            for s in sorted(syms)]
     return head + body
+
+
+def _nodes_source(nodes, ind: str, body: list, syms: set, tensor: str, tup: str, prim: str,
+                  program: Program, dataflow: bool) -> None:
+    for n in nodes:
+        if n.op == "match_cast":
+            body.append(f"{ind}{n.name} = bb.match_cast({n.args[0]}, "
+                        f"{_ty_source(ty_from_json(n.attrs['ty']), syms, tensor, tup)}, "
+                        f"name_hint={n.name!r})")
+            continue
+        if n.op == "if":
+            seqs = []
+            for side, branch in zip(("then", "else"), program.branches(n)):
+                body += [f"{ind}{p.name} = {a}" for p, a in zip(branch.params, n.args[1:])]
+                body.append(f"{ind}bb._begin_binding_block()")
+                for b in branch.blocks:
+                    _nodes_source(b.nodes, ind, body, syms, tensor, tup, prim, program, False)
+                body.append(f"{ind}blk = bb._end_block()")
+                body.append(f"{ind}{n.name}_{side} = relax.SeqExpr([blk] if len(blk.bindings) "
+                            f"else [], {branch.ret})")
+                seqs.append(f"{n.name}_{side}")
+            expr = f"relax.If({n.args[0]}, {seqs[0]}, {seqs[1]})"
+        elif n.op == "dps_copy":
+            expr = (f"relax.call_dps_packed({DPS_COPY!r}, [{n.args[0]}], "
+                    f"{_ty_source(n.ty, syms, tensor, tup)})")
+        elif n.op == "shape_tensor":
+            body.append(f"{ind}{n.name}_s = bb.emit(relax.op.shape_of({n.args[0]}), "
+                        f"name_hint={n.name + '_s'!r})")
+            expr = f"relax.op.shape_to_tensor({n.name}_s)"
+        elif n.op == "reshape_dyn":
+            dims = ", ".join(_dim_source(d, syms) for d in n.attrs["dims"])
+            shape = "relax.ShapeStructInfo" if tensor.endswith("StructInfo") else \
+                "relax.ShapeType"
+            body.append(f"{ind}{n.name}_s = bb.emit(relax.op.tensor_to_shape({n.args[1]}), "
+                        f"name_hint={n.name + '_s'!r})")
+            body.append(f"{ind}{n.name}_m = bb.match_cast({n.name}_s, {shape}([{dims}]), "
+                        f"name_hint={n.name + '_m'!r})")
+            expr = f"relax.op.reshape({n.args[0]}, relax.ShapeExpr([{dims}]))"
+        else:
+            expr = _node_source(n, syms, prim)
+        if n.annot is not None:
+            cls = "relax.DataflowVar" if dataflow else "relax.Var"
+            body.append(f"{ind}{n.name} = {cls}({n.name!r}, "
+                        f"{_ty_source(n.annot, syms, tensor, tup)})")
+            body.append(f"{ind}bb.emit_normalized(relax.VarBinding({n.name}, "
+                        f"bb.normalize({expr})))")
+        else:
+            body.append(f"{ind}{n.name} = bb.emit({expr}, name_hint={n.name!r})")
 
 
 def _node_source(node, syms: set, prim: str) -> str:
@@ -532,7 +692,7 @@ def _node_source(node, syms: set, prim: str) -> str:
     if node.op == "const":
         t = ty_from_json(node.attrs["ty"])
         return (f"relax.const(np.full({[int(d) for d in t.shape]}, {node.attrs['value']!r}, "
-                f"dtype={str(np_dtype(t.dtype))!r}), {t.dtype!r})")
+                f"dtype={np.dtype(np_dtype(t.dtype)).name!r}), {t.dtype!r})")
     if node.op in CATALOGUE:
         spec = CATALOGUE[node.op]
         pos, kw = spec.call([_VarRef(a) for a in args], dict(node.attrs))

@@ -26,7 +26,20 @@ STRUCTURAL_OPS = {
     "match_cast",  # attrs: ty (a type in JSON form)
     "call",        # attrs: func (name of a function in the program)
     "const",       # attrs: value (a number, broadcast to ty's shape), ty
+    "if",          # args: cond (a 0-d bool tensor), then the values the branches take;
+                   # attrs: then, else (names of branch functions, inlined as R.If's
+                   # branches: their parameters are bound to args[1:] by position)
+    "shape_tensor",  # args: x; R.shape_to_tensor(R.shape_of(x)): x's shape as an int64 tensor
+    "reshape_dyn",   # args: x, t (a 1-d int64 tensor); attrs: dims (fresh symbolic dim names),
+                     # known ({dim: value}, what t holds when the case runs):
+                     # R.reshape(x, R.match_cast(R.tensor_to_shape(t), R.Shape(dims)))
+    "dps_copy",      # args: x; R.call_dps_packed("runtime.TVMTensorCopyFromTo", (x,), x's
+                     # type): a function the TVM runtime registers, destination-passing
 }
+
+# Function kinds: an ordinary function of the module, or the body of an R.If branch (never a
+# function of the module: materialize inlines it where an ``if`` node names it).
+FUNC_KINDS = ("func", "branch")
 
 
 @dataclass
@@ -118,6 +131,10 @@ class Function:
     params: list[Param]
     blocks: list[Block]
     ret: str
+    kind: str = "func"               # "branch": the body of an R.If branch (FUNC_KINDS)
+    # The declared return type where it is written explicitly (a near-valid mutant makes it
+    # disagree with the body's type: apache/tvm#17348); None: TVM deduces it from the body.
+    ret_annot: Optional[Ty] = None
 
     def nodes(self):
         for b in self.blocks:
@@ -152,6 +169,10 @@ class Program:
     def main(self) -> Function:
         return self.func(self.entry)
 
+    def branches(self, node: "Node") -> list["Function"]:
+        """The branch functions an ``if`` node names (then, else)."""
+        return [self.func(node.attrs["then"]), self.func(node.attrs["else"])]
+
     def ops(self) -> list[str]:
         return [n.op for f in self.functions for n in f.nodes() if n.op not in STRUCTURAL_OPS]
 
@@ -164,19 +185,7 @@ class Program:
             "schema": SCHEMA_VERSION,
             "entry": self.entry,
             "meta": self.meta,
-            "functions": [
-                {
-                    "name": f.name,
-                    "ret": f.ret,
-                    "params": [_param_json(p, ty) for p in f.params],
-                    "blocks": [
-                        {"dataflow": b.dataflow,
-                         "nodes": [_node_json(n, ty) for n in b.nodes]}
-                        for b in f.blocks
-                    ],
-                }
-                for f in self.functions
-            ],
+            "functions": [_func_json(f, ty) for f in self.functions],
         }
 
     def dumps(self) -> str:
@@ -219,7 +228,8 @@ class Program:
                                   ty(n.get("ty")), ty(n.get("annot")))
                              for n in b["nodes"]])
                       for b in f["blocks"]]
-            funcs.append(Function(f["name"], params, blocks, f["ret"]))
+            funcs.append(Function(f["name"], params, blocks, f["ret"], f.get("kind", "func"),
+                                  ty(f.get("ret_annot"))))
         return Program(funcs, d.get("entry", "main"), dict(d.get("meta", {})))
 
     @staticmethod
@@ -277,6 +287,17 @@ class TorchProgram(Program):
 
     def to_json(self) -> dict:
         return {"kind": "torch", **super().to_json()}
+
+
+def _func_json(f: Function, ty) -> dict:
+    d = {"name": f.name, "ret": f.ret, "params": [_param_json(p, ty) for p in f.params],
+         "blocks": [{"dataflow": b.dataflow, "nodes": [_node_json(n, ty) for n in b.nodes]}
+                    for b in f.blocks]}
+    if f.kind != "func":   # written only where set: a case without control flow is unchanged
+        d["kind"] = f.kind
+    if f.ret_annot is not None:
+        d["ret_annot"] = ty(f.ret_annot)
+    return d
 
 
 def _param_json(p: Param, ty) -> dict:

@@ -6,6 +6,9 @@ Each mutation aims at a bug class of shared/bug-classes.md:
 * ``erase_param`` (class 3): a parameter annotated ``R.Tensor`` with unknown shape, unknown
   dtype, or ndim only, used directly by ops (no match_cast), so later stages see unknown types.
 * ``edge_attrs``: attributes at the edge of legality, from the op's spec.
+* ``wrong_ret`` (class 1, control flow): a function holding an ``R.If`` declared to return a
+  type its body does not give (apache/tvm#17348: such a module compiled, and crashed the
+  process at run time); well_formed and the normalizer should refuse it.
 The mutation applied is recorded in ``meta["mutations"]`` so a finding says what was broken.
 """
 from __future__ import annotations
@@ -13,9 +16,9 @@ from __future__ import annotations
 from .catalogue import CATALOGUE
 from .catalogue.spec import Value
 from .choice import Chooser
-from .model import Program, TensorTy
+from .model import Program, TensorTy, TupleTy
 
-MUTATIONS = ("wrong_annotation", "erase_param", "edge_attrs")
+MUTATIONS = ("wrong_annotation", "erase_param", "edge_attrs", "wrong_ret")
 
 
 def _wrong_annotation(prog: Program, ch: Chooser) -> bool:
@@ -33,6 +36,30 @@ def _wrong_annotation(prog: Program, ch: Chooser) -> bool:
         dtype = "float16" if dtype != "float16" else "float32"
         shape = list(n.ty.shape)
     n.annot = TensorTy(shape, dtype)
+    return True
+
+
+def _wrong_ret(prog: Program, ch: Chooser) -> bool:
+    f = prog.main   # as in #17348; a callee's would retype its callers' values too
+    if f.ret_annot is not None or not any(n.op == "if" for n in f.nodes()):
+        return False
+    ty = f.value_types()[f.ret]
+    fields = list(ty.fields) if isinstance(ty, TupleTy) else [ty]
+    i = ch.integer(0, len(fields) - 1)
+    t = fields[i]
+    if not isinstance(t, TensorTy) or t.shape is None:
+        return False
+    shape, dtype = list(t.shape), t.dtype
+    if shape and ch.boolean(0.8):
+        j = ch.integer(0, len(shape) - 1)
+        d = shape[j]
+        shape[j] = (d + ch.choice([1, 63, 4702])) if isinstance(d, int) else ch.choice([1, 64])
+    elif ch.boolean(0.5):
+        shape = shape + [ch.choice([1, 3])]   # another rank
+    else:
+        dtype = "float16" if dtype != "float16" else "float32"
+    fields[i] = TensorTy(shape, dtype)
+    f.ret_annot = TupleTy(fields) if isinstance(ty, TupleTy) else fields[0]
     return True
 
 

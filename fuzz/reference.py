@@ -17,13 +17,18 @@ class ReferenceError(Exception):
     """The reference could not run the program (a generator or catalogue defect)."""
 
 
-def run_function(program: Program, f: Function, args: list, env: dict) -> Any:
+MAX_DEPTH = 200   # calls deep (a recursive loop function): past it the program does not end
+
+
+def run_function(program: Program, f: Function, args: list, env: dict, depth: int = 0) -> Any:
+    if depth > MAX_DEPTH:
+        raise ReferenceError(f"{f.name}: more than {MAX_DEPTH} nested calls")
     vals: dict[str, Any] = {p.name: a for p, a in zip(f.params, args)}
     env = dict(env)
     for n in f.nodes():
         xs = [vals[a] for a in n.args]
         try:
-            vals[n.name] = _eval(program, n, xs, env)
+            vals[n.name] = _eval(program, n, xs, env, depth)
         except ReferenceError:
             raise
         except Exception as e:  # noqa: BLE001 - any numpy failure is a catalogue defect
@@ -31,13 +36,28 @@ def run_function(program: Program, f: Function, args: list, env: dict) -> Any:
     return vals[f.ret]
 
 
-def _eval(program, n, xs, env):
+def _eval(program, n, xs, env, depth=0):
+    if n.op == "if":
+        # Only the branch taken runs, as in the VM.
+        then, other = program.branches(n)
+        return run_function(program, then if bool(np.asarray(xs[0])) else other, xs[1:], env,
+                            depth + 1)
+    if n.op == "dps_copy":
+        return np.array(xs[0], copy=True)
+    if n.op == "shape_tensor":
+        return np.array(np.asarray(xs[0]).shape, dtype=np.int64)
+    if n.op == "reshape_dyn":
+        want = [int(v) for v in np.asarray(xs[1])]
+        for d, v in zip(n.attrs["dims"], want):
+            if env.setdefault(d, v) != v:
+                raise ReferenceError(f"reshape_dyn {n.name}: {d} is {env[d]} and {v}")
+        return np.asarray(xs[0]).reshape(want)
     if n.op == "tuple":
         return tuple(xs)
     if n.op == "get_item":
         return xs[0][int(n.attrs["index"])]
     if n.op == "call":
-        return run_function(program, program.func(n.attrs["func"]), xs, env)
+        return run_function(program, program.func(n.attrs["func"]), xs, env, depth + 1)
     if n.op == "match_cast":
         t = ty_from_json(n.attrs["ty"])
         x = xs[0]

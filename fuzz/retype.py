@@ -62,8 +62,13 @@ def retype(prog: Program, strict: bool = False, frozen: dict | None = None) -> P
     if len(set(names)) != len(names) or prog.entry not in names:
         raise IllFormed("function names")
     ret_tys: dict[str, Ty] = {}
+    declared = {f.name: _declared_ret(f) for f in prog.functions}
     for f in _call_order(prog):
-        ret_tys[f.name] = _retype_function(prog, f, ret_tys, strict, frozen or {})
+        ret_tys[f.name] = _retype_function(prog, f, ret_tys, strict, frozen or {}, declared)
+        if not _same(ret_tys[f.name], declared[f.name]) and f.ret_annot is None and any(
+                n.op == "call" and n.attrs.get("func") == f.name and n.ty is not None
+                and not _same(n.ty, ret_tys[f.name]) for g in prog.functions for n in g.nodes()):
+            raise IllFormed(f"{f.name}: a call to it was typed before its body changed type")
     return prog
 
 
@@ -90,21 +95,26 @@ def frozen_nodes(prog: Program) -> dict:
 
 
 def _call_order(prog: Program) -> list[Function]:
+    """Callees (and branch functions) before their callers. A recursive function (a loop) is
+    typed after the calls to it, which use its recorded return type; ``retype`` then checks
+    that its body still gives that type."""
     by_name = {f.name: f for f in prog.functions}
     done: list[Function] = []
     state: dict[str, int] = {}
 
     def visit(f: Function):
-        if state.get(f.name) == 2:
+        if f.name in state:
             return
-        if state.get(f.name) == 1:
-            raise IllFormed("recursive call")
         state[f.name] = 1
         for n in f.nodes():
-            if n.op == "call":
-                callee = by_name.get(n.attrs.get("func"))
+            names = [n.attrs.get("func")] if n.op == "call" else \
+                [n.attrs.get("then"), n.attrs.get("else")] if n.op == "if" else []
+            for name in names:
+                callee = by_name.get(name)
                 if callee is None:
-                    raise IllFormed(f"call to missing function {n.attrs.get('func')}")
+                    raise IllFormed(f"{n.name} names missing function {name}")
+                if (callee.kind == "branch") != (n.op == "if"):
+                    raise IllFormed(f"{n.name}: {n.op} of a {callee.kind} function {name}")
                 visit(callee)
         state[f.name] = 2
         done.append(f)
@@ -114,8 +124,12 @@ def _call_order(prog: Program) -> list[Function]:
     return done
 
 
+def _declared_ret(f: Function) -> Ty:
+    return f.ret_annot or f.value_types().get(f.ret)
+
+
 def _retype_function(prog: Program, f: Function, ret_tys: dict, strict: bool,
-                     frozen: dict) -> Ty:
+                     frozen: dict, declared: dict | None = None) -> Ty:
     # Runtime types of parameters: an erased parameter is still fed a concrete tensor, and
     # the generator typed its users from that (fuzz.mutate erases after generation).
     tys: dict[str, Ty] = {}
@@ -138,7 +152,7 @@ def _retype_function(prog: Program, f: Function, ret_tys: dict, strict: bool,
             tys[n.name] = n.ty
             continue
         try:
-            ty = _infer(prog, n, ins, ret_tys)
+            ty = _infer(prog, n, ins, ret_tys, declared)
         except IllFormed:
             raise
         except Exception as e:  # noqa: BLE001 - a shape rule refusing its inputs
@@ -151,11 +165,25 @@ def _retype_function(prog: Program, f: Function, ret_tys: dict, strict: bool,
     if f.ret not in tys:
         raise IllFormed(f"{f.name} returns undefined {f.ret}")
     # The declared (annotated) type flows out of the function, as value_types() says.
+    if f.ret_annot is not None:
+        return f.ret_annot
     return f.value_types()[f.ret] if f.ret in f.value_types() else tys[f.ret]
 
 
-def _infer(prog: Program, n, ins: list, ret_tys: dict) -> Ty:
+def _infer(prog: Program, n, ins: list, ret_tys: dict, declared: dict | None = None) -> Ty:
     op = n.op
+    if op == "if":
+        if not ins or not _same(ins[0], TensorTy([], "bool")):
+            raise IllFormed(f"{n.name}: the condition is not a 0-d bool tensor")
+        out = []
+        for b in prog.branches(n):
+            if len(ins) - 1 != len(b.params) or not all(
+                    _same(t, p.runtime_ty) for t, p in zip(ins[1:], b.params)):
+                raise IllFormed(f"{n.name}: arguments do not match {b.name}")
+            out.append(ret_tys.get(b.name))
+        if not _same(out[0], out[1]):
+            raise IllFormed(f"{n.name}: the branches give different types")
+        return out[0]
     if op == "tuple":
         return TupleTy(list(ins))
     if op == "get_item":
@@ -175,9 +203,29 @@ def _infer(prog: Program, n, ins: list, ret_tys: dict) -> Ty:
         if len(ins) != len(callee.params) or not all(
                 _same(t, p.runtime_ty) for t, p in zip(ins, callee.params)):
             raise IllFormed(f"{n.name}: arguments do not match {callee.name}")
+        if callee.name not in ret_tys:   # recursion: the type it is declared with
+            return (declared or {}).get(callee.name) or _declared_ret(callee)
         return ret_tys[callee.name]
     if op == "const":
         return ty_from_json(n.attrs["ty"])
+    if op == "dps_copy":
+        if len(ins) != 1 or not isinstance(ins[0], TensorTy) or not ins[0].known():
+            raise IllFormed(f"{n.name}: call_dps_packed needs a tensor of known type")
+        return ins[0]
+    if op == "shape_tensor":
+        if len(ins) != 1 or not isinstance(ins[0], TensorTy) or ins[0].shape is None:
+            raise IllFormed(f"{n.name}: shape_of needs a tensor of known rank")
+        return TensorTy([len(ins[0].shape)], "int64")
+    if op == "reshape_dyn":
+        dims = list(n.attrs.get("dims") or [])
+        if len(ins) != 2 or not isinstance(ins[0], TensorTy) or not _same(
+                ins[1], TensorTy([len(dims)], "int64")):
+            raise IllFormed(f"{n.name}: reshape_dyn needs a tensor and its shape's tensor")
+        known = n.attrs.get("known") or {}
+        a, b = _numel(ins[0].shape), math.prod(known.get(d, 0) for d in dims)
+        if a is not None and a != b:
+            raise IllFormed(f"{n.name}: reshape changes the number of elements")
+        return TensorTy(dims, ins[0].dtype)
     if op in STRUCTURAL_OPS or op not in CATALOGUE:
         raise IllFormed(f"{n.name}: unknown op {op}")
     spec = CATALOGUE[op]

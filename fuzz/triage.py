@@ -99,6 +99,12 @@ def mutations(prog) -> list[str]:
                     if n.annot is not None and n.annot != n.ty:
                         out.append(f"wrong_annotation: {n.name} = {n.op}(...) annotated "
                                    f"{_ty(n.annot)}, inferred {_ty(n.ty)}")
+        elif name == "wrong_ret":
+            for f in prog.functions:
+                if f.ret_annot is not None:
+                    out.append(f"wrong_ret: {f.name} (holding an R.If) declared to return "
+                               f"{_ty(f.ret_annot)}, its body gives "
+                               f"{_ty(f.value_types().get(f.ret))}")
         elif name == "edge_attrs":
             out.append("edge_attrs: an op's attributes set at the edge of legality")
         else:
@@ -285,7 +291,16 @@ def expected_reason(prog, outcome: Outcome | dict) -> Optional[str]:
         if refusal in message and shape_erased:
             return (f"near-valid mutant ({broke}): with a shape erased on purpose, {who} "
                     f"refuses the tensor of unknown shape with a stated error (\"{refusal}\")")
+    annotated = getattr(prog, "ir", "relax") != "tir" and any(
+        n.annot is not None and n.annot != n.ty for f in prog.functions for n in f.nodes())
+    if annotated and MATCH_CAST_REFUSAL in message and stage == "materialize":
+        return (f"near-valid mutant ({broke}): a value annotated with a type that contradicts "
+                "the match_cast it feeds (a cast to fresh dims of its true shape); the "
+                "BlockBuilder refuses the cast with its stated error")
     return None
+
+
+MATCH_CAST_REFUSAL = "It is impossible to match cast"
 
 
 # Lowering code that states it cannot handle a tensor whose shape is unknown (a Python

@@ -142,7 +142,7 @@ def test_ir_pass_candidates_are_smaller_at_a_declared_measure():
                                   "chosen": [sorted(c) for c in chosen]})["texts"]
 
     tally: dict = {}
-    for seed in range(9):
+    for seed in range(14):
         prog = generate(seed)
         text = to_script(materialize(prog))
         if "metadata" in text:

@@ -40,9 +40,27 @@ class KnownBug:
     what: tuple = ("build", "run", "numeric", "materialize", "vm_load", "compare")
     when: Optional[Callable[[dict], bool]] = None   # predicate over the node's attrs (and
     #                                                 "_ndim", its first input's rank, if known)
+    # predicate over the whole program, for a bug of a structure rather than one op's attrs
+    program: Optional[Callable[[object], bool]] = None
+
+
+def _declares_other_ret(prog) -> bool:
+    """A function of ``prog`` holding an R.If is declared to return a type its body does not
+    give (fuzz.mutate's ``wrong_ret``)."""
+    for f in prog.functions:
+        if f.ret_annot is not None and any(n.op == "if" for n in f.nodes()):
+            body = f.value_types().get(f.ret)
+            if body is None or body.to_json() != f.ret_annot.to_json():
+                return True
+    return False
 
 
 KNOWN_TVM_BUGS: list[KnownBug] = [
+    KnownBug(("if",), ("*",), r"SIGSEGV|SIGBUS|AllocTensor|alloc_tensor",
+             "apache/tvm#17348: a function holding an R.If declared to return a type its "
+             "branches do not give passes well_formed, compiles, and crashes the process at "
+             "run time (segfault in vm.builtin.alloc_tensor)",
+             what=("run",), program=_declares_other_ret),
     KnownBug(("relax.acos", "relax.acosh", "relax.asin", "relax.asinh", "relax.atan",
               "relax.atan2", "relax.cosh", "relax.sinh"), ("float16",),
              r"unknown intrinsic .*tirx\.", "LLVM codegen has no float16 lowering for these "
@@ -259,7 +277,7 @@ def explain(program, outcome: Outcome | dict):
             attrs = n.attrs if ndim is None or ndim < 0 or n.attrs is None \
                 else {**n.attrs, "_ndim": ndim}
             bug = match(n.op, own - {None}, text or "", what, attrs)
-            if bug:
+            if bug and (bug.program is None or bug.program(program)):
                 return bug
     return None
 

@@ -21,6 +21,7 @@ MODEL = (                                   # Relax cases (fuzz.model); size: mo
     "drop_variants.DropVariants",           # build fewer ways
     "drop_schedule_steps.DropScheduleSteps",  # fewer steps of a pinned schedule
     "shorten_passes.ShortenPasses",         # fewer passes in a recorded pass sequence
+    "if_to_branch.IfToBranch",              # an R.If becomes the bindings of one branch
     "remove_functions.RemoveFunctions",     # callees go; their calls become parameters
     "shrink_outputs.ShrinkOutputs",         # fewer fields in a returned tuple
     "remove_dead.RemoveDead",               # nodes the result does not depend on

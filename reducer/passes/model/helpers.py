@@ -76,7 +76,15 @@ def live(f: Function) -> set:
 
 
 def used_functions(prog: Program) -> set:
-    return {n.attrs["func"] for f in prog.functions for n in f.nodes() if n.op == "call"}
+    """Functions a node names: callees, and the branch functions of ``if`` nodes."""
+    out = set()
+    for f in prog.functions:
+        for n in f.nodes():
+            if n.op == "call":
+                out.add(n.attrs["func"])
+            elif n.op == "if":
+                out.update((n.attrs["then"], n.attrs["else"]))
+    return out
 
 
 def variants(prog: Program) -> list:
@@ -100,6 +108,7 @@ def map_types(prog: Program, fn) -> None:
         return fn(t)
 
     for f in prog.functions:
+        f.ret_annot = ty(f.ret_annot)
         for p in f.params:
             p.ty, p.actual = ty(p.ty), ty(p.actual)
         for n in f.nodes():

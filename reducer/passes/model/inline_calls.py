@@ -15,7 +15,10 @@ class InlineCalls(ModelPass):
     measures = ("nodes", "functions")
 
     def targets(self, prog):
-        return [(f.name, n.name) for f in prog.functions for n in f.nodes() if n.op == "call"]
+        # An R.If may not stand in a dataflow block: a callee holding one is not inlined there.
+        return [(f.name, n.name) for f in prog.functions for b in f.blocks for n in b.nodes
+                if n.op == "call" and not (b.dataflow and any(
+                    m.op == "if" for m in prog.func(n.attrs["func"]).nodes()))]
 
     def edit(self, prog, chosen):
         for fname, call in chosen:

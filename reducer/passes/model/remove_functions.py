@@ -13,7 +13,8 @@ class RemoveFunctions(ModelPass):
     measures = ("nodes", "functions")
 
     def targets(self, prog):
-        return [f.name for f in prog.functions if f.name != prog.entry]
+        # A branch function is an R.If's body, not a callee: if_to_branch removes it.
+        return [f.name for f in prog.functions if f.name != prog.entry and f.kind != "branch"]
 
     def edit(self, prog, chosen):
         gone = set(chosen)
