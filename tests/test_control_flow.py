@@ -105,11 +105,16 @@ def test_materialized_if_and_loop_are_well_formed(cf_programs):
     import tvm
     from tvm import relax
 
-    from fuzz.materialize import materialize
+    from fuzz.materialize import InferenceMismatch, materialize
 
     with_loop = [p for p in cf_programs if _loops(p)][:3]
-    for p in cf_programs[:6] + with_loop:
-        mod = materialize(p, check_types=True)
+    checked = 0
+    for p in cf_programs[:8] + with_loop:
+        try:
+            mod = materialize(p, check_types=True)
+        except InferenceMismatch:   # an op's known shape bug (arange, negative step): not ours
+            continue
+        checked += 1
         assert relax.analysis.well_formed(mod) is not False
         text = mod.script()
         assert "if " in text and "else:" in text
@@ -118,6 +123,7 @@ def test_materialized_if_and_loop_are_well_formed(cf_programs):
             assert f"cls.{loop.name}(" in body
         assert {gv.name_hint for gv in mod.get_global_vars()} == {
             f.name for f in p.functions if f.kind == "func"}
+    assert checked >= 6 and any(_loops(p) for p in with_loop), checked
     del tvm
 
 
@@ -159,8 +165,11 @@ def test_tvm_agrees_with_numpy_on_control_flow_cases(cf_programs):
         if o.verdict == "fail":
             # TVM bugs met by control flow (StaticPlanBlockMemory leaves a storage var
             # undefined across R.If branches) or known op bugs
+            # (or BF16StorageLegalize's BufferStore dtype check on a bfloat16 program: a
+            # real TVM bug met without control flow too, bug aed28409797b)
             assert (o.kind == "pass_ill_formed" and "StaticPlanBlockMemory" in o.message) \
-                or explain(p, o), (p.meta["seed"], o.signature)
+                or explain(p, o) or "BF16StorageLegalize" in o.signature, \
+                (p.meta["seed"], o.signature)
     # StaticPlanBlockMemory's bug is met by most cases with a branch (measured: 14 of 16):
     # some still pass end to end, agreeing with numpy on the branch taken
     assert verdicts["pass"] >= 1, verdicts
