@@ -124,3 +124,30 @@ def ty_vars(t) -> set:
     if isinstance(t, TupleTy):
         return {v for x in t.fields for v in ty_vars(x)}
     return {v for d in (t.shape or []) for v in D.free_vars(d)}
+
+
+def splice_body(prog: Program, f: Function, name: str, callee: Function, args: list) -> None:
+    """Replace the binding ``name`` of ``f`` with ``callee``'s bindings (its parameters bound
+    to ``args``, its values renamed fresh), and its uses with the callee's result: inlining a
+    call, or an R.If becoming one branch."""
+    names = {p.name: a for p, a in zip(callee.params, args)}
+    spliced: list = []
+    for n in callee.nodes():
+        new = _fresh_like(f, n.name, spliced)
+        names[n.name] = new
+        spliced.append(Node(new, n.op, [names[a] for a in n.args], dict(n.attrs), n.ty,
+                            n.annot))
+    for b in f.blocks:
+        for i, n in enumerate(b.nodes):
+            if n.name == name:
+                b.nodes[i:i + 1] = spliced
+                break
+    rename_uses(f, name, names[callee.ret])
+
+
+def _fresh_like(f: Function, base: str, extra: list) -> str:
+    used = {p.name for p in f.params} | {n.name for n in f.nodes()} | {n.name for n in extra}
+    i = 1
+    while f"{base}_i{i}" in used:
+        i += 1
+    return f"{base}_i{i}"

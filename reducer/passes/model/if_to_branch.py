@@ -1,10 +1,7 @@
 from __future__ import annotations
 
-from fuzz.model import Node
-
 from ..base import ModelPass
-from .helpers import rename_uses, used_functions
-from .inline_calls import _fresh_like
+from .helpers import splice_body, used_functions
 
 
 class IfToBranch(ModelPass):
@@ -37,20 +34,7 @@ class IfToBranch(ModelPass):
             done.add((fname, name))
             f = prog.func(fname)
             node = f.node(name)
-            branch = prog.func(node.attrs[side])
-            names = {p.name: a for p, a in zip(branch.params, node.args[1:])}
-            spliced = []
-            for n in branch.nodes():
-                new = _fresh_like(f, n.name, spliced)
-                names[n.name] = new
-                spliced.append(Node(new, n.op, [names[a] for a in n.args], dict(n.attrs),
-                                    n.ty, n.annot))
-            for b in f.blocks:
-                for i, n in enumerate(b.nodes):
-                    if n.name == name:
-                        b.nodes[i:i + 1] = spliced
-                        break
-            rename_uses(f, name, names[branch.ret])
+            splice_body(prog, f, name, prog.func(node.attrs[side]), node.args[1:])
         used = used_functions(prog)
         prog.functions = [g for g in prog.functions if g.name == prog.entry or g.name in used]
         return True

@@ -1,9 +1,7 @@
 from __future__ import annotations
 
-from fuzz.model import Function, Node
-
 from ..base import ModelPass
-from .helpers import rename_uses, used_functions
+from .helpers import splice_body, used_functions
 
 
 class InlineCalls(ModelPass):
@@ -24,28 +22,8 @@ class InlineCalls(ModelPass):
         for fname, call in chosen:
             f = prog.func(fname)
             node = f.node(call)
-            callee = prog.func(node.attrs["func"])
-            names = {p.name: a for p, a in zip(callee.params, node.args)}
-            spliced = []
-            for n in callee.nodes():
-                new = _fresh_like(f, n.name, spliced)
-                names[n.name] = new
-                spliced.append(Node(new, n.op, [names[a] for a in n.args], dict(n.attrs),
-                                    n.ty, n.annot))
-            for b in f.blocks:
-                for i, n in enumerate(b.nodes):
-                    if n.name == call:
-                        b.nodes[i:i + 1] = spliced
-                        break
-            rename_uses(f, call, names[callee.ret])
+            splice_body(prog, f, call, prog.func(node.attrs["func"]), node.args)
         used = used_functions(prog)
         prog.functions = [g for g in prog.functions if g.name == prog.entry or g.name in used]
         return True
 
-
-def _fresh_like(f: Function, base: str, extra: list) -> str:
-    used = {p.name for p in f.params} | {n.name for n in f.nodes()} | {n.name for n in extra}
-    i = 1
-    while f"{base}_i{i}" in used:
-        i += 1
-    return f"{base}_i{i}"
