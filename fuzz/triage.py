@@ -245,10 +245,19 @@ _IMPORT_LIMITS = re.compile(r"cannot be proven to be \d+ at import time|"
                             r"Cannot broadcast symbolic dimension .* unknown at compile time")
 
 
+# from_exported_program's refusal of ATen ops it has no converter for (amin.default,
+# sort.stable, ...): "Unsupported function types ['amin.default']".
+_TORCH_UNSUPPORTED = re.compile(r"^Unsupported function types \[")
+
+
 def target_limit(outcome: dict) -> Optional[str]:
     """Why a failure is a target's stated limit (a program using what the target lacks), or
     the ONNX importer's stated limit on symbolic dims."""
     text = f"{outcome.get('message') or ''} @ {outcome.get('throw_site') or ''}"
+    if outcome.get("stage") == "import" and _TORCH_UNSUPPORTED.search(text):
+        return ("the PyTorch importer's stated gap: it has no converter for these ATen ops "
+                "and says so before importing anything (a converter to add, not a wrong "
+                "import)")
     if outcome.get("stage") == "import" and _IMPORT_LIMITS.search(text):
         return ("the ONNX importer's stated limit: it refuses, with a clear message, a "
                 "symbolic dim it cannot resolve at import time (onnxruntime resolves it at run "

@@ -695,3 +695,14 @@ def test_layer_norm_axes_out_of_order_through_negative_axes_are_the_known_bug():
     for axes, want in (([-1, 1], KNOWN), ([2, 1], KNOWN), ([1, 2], NEW), ([-2, -1], NEW),
                        ([1, -1], NEW)):
         assert auto_status(norm(axes), o)[0] == want, axes
+
+
+def test_the_torch_importer_naming_ops_it_has_no_converter_for_is_expected():
+    """Campaign 140000 filed from_exported_program's "Unsupported function types
+    ['amin.default']" (and nine more op lists) as new bugs: the importer's stated gap."""
+    o = {"verdict": "fail", "kind": "crash", "stage": "import", "error_type": "AssertionError",
+         "message": "Unsupported function types ['rms_norm.default', 'argsort.stable']"}
+    status, why = auto_status(one_op("relax.exp", "float32"), o)
+    assert status == EXPECTED and "no converter" in why
+    o["message"] = "Unsupported transposed convolution dimensionality: 3"
+    assert auto_status(one_op("relax.exp", "float32"), o)[0] == NEW
