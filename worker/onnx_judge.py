@@ -18,20 +18,19 @@ Stages and verdicts of their own:
 from __future__ import annotations
 
 import time
-import traceback
 import warnings
 from typing import Optional
 
 import numpy as np
 
 from fuzz import dims as D
-from fuzz import reference
 from fuzz.inputs import make_inputs
 from fuzz.model import Program
 from fuzz.outcome import Outcome
 
 from . import breadcrumb
-from .execute import ProgramInputs, _fail, _variants, finish, judge_module
+from .execute import _fail, _variants, finish, judge_module
+from .frontend import ImportedInputs, export_case, import_crash, numpy_disagreement
 
 
 def onnxruntime_outputs(model, feeds: dict) -> list:
@@ -149,16 +148,9 @@ def declared_output_problem(mod, expected: list, env: dict) -> Optional[str]:
 REPRO_CODE = (output_type_problem,)
 
 
-class OnnxInputs(ProgramInputs):
-    """What an ONNX case gives the judge: the program's inputs (``fuzz.inputs``, the same
-    arrays onnxruntime ran on) bound to the imported ``main``'s parameters by name (graph
-    inputs, and initializers kept as parameters), onnxruntime's outputs as the reference, the
-    program's tolerances and numeric keys."""
-
-    def __init__(self, program: Program, input_seed: int, mod, by_name: dict, expected: list):
-        super().__init__(program, input_seed)
-        self.mod, self.by_name, self.expected = mod, by_name, expected
-        self.has_reference = True
+class OnnxInputs(ImportedInputs):
+    """An ONNX case's inputs: by name to the imported ``main``'s parameters (graph inputs, and
+    initializers kept as parameters); onnxruntime's outputs are the reference."""
 
     def make(self) -> list:
         from fuzz import compat
@@ -168,12 +160,6 @@ class OnnxInputs(ProgramInputs):
         if missing:
             raise KeyError(f"imported main has parameters no input names: {missing}")
         return [self.by_name[n] for n in names]
-
-    def refused(self, e: BaseException) -> Outcome:
-        return _fail("inputs", e, "tvmfuzz_error", "invalid")
-
-    def reference(self, args: list) -> list:
-        return list(self.expected)
 
 
 def judge_onnx(program: Program, variants: Optional[list] = None,
@@ -190,35 +176,25 @@ def judge_onnx(program: Program, variants: Optional[list] = None,
         return finish(o, t0, variants[0], [])
 
     breadcrumb.mark(stage="export")
-    try:
-        env, arrays = make_inputs(program, input_seed)
-        model = export(program, opts, arrays)
-    except NotExportable as e:
-        return done(Outcome("invalid", "not_exportable", "export", "NotExportable", str(e)))
-    except Exception as e:  # noqa: BLE001 - the exporter's own defect
-        return done(_fail("export", e, "tvmfuzz_error", "invalid"))
+    made = export_case(program, input_seed, lambda arrays: export(program, opts, arrays),
+                       NotExportable)
+    if isinstance(made, Outcome):
+        return done(made)
+    env, arrays, model = made
     breadcrumb.mark(stage="onnxruntime")
     try:
         expected = onnxruntime_outputs(model, feeds(program, opts, arrays))
     except Exception as e:  # noqa: BLE001
         return done(_fail("onnxruntime", e, "onnx_rejected", "invalid"))
-    # onnxruntime is the reference only where it agrees with numpy on the program: elsewhere
-    # the exporter wrote another semantics (or onnxruntime errs), and TVM is not to blame.
-    try:
-        numpy_out = reference.flatten(reference.run(program, arrays, env))
-    except Exception:  # noqa: BLE001 - no numpy reference for this case: onnxruntime alone
-        numpy_out = None
-    if numpy_out is not None:
-        diff = reference.compare(program, numpy_out, expected)
-        if diff:
-            return done(Outcome("invalid", "onnx_disagrees", "onnxruntime", "",
-                                "onnxruntime disagrees with numpy: " + diff[1]))
+    wrong = numpy_disagreement(program, arrays, env, expected, "onnx_disagrees", "onnxruntime",
+                               "onnxruntime")
+    if wrong:
+        return done(wrong)
     breadcrumb.mark(stage="import")
     try:
         mod = import_model(model, program, opts, arrays)
     except Exception as e:  # noqa: BLE001
-        conv = converter_frame(e)
-        return done(_fail("import", e, extra={"converter": conv} if conv else {}))
+        return done(import_crash(e, converter_frame))
     # The inputs' dims by their ONNX names (dim_param), as the importer names its variables.
     dim_env = dict(env)
     for vi in model.graph.input:

@@ -26,13 +26,13 @@ from typing import Optional
 
 import numpy as np
 
-from fuzz import reference
 from fuzz.inputs import make_inputs
 from fuzz.model import Program
 from fuzz.outcome import Outcome
 
 from . import breadcrumb
-from .execute import ProgramInputs, _fail, _variants, finish, judge_module
+from .execute import _fail, _variants, finish, judge_module
+from .frontend import ImportedInputs, export_case, import_crash, numpy_disagreement
 
 
 def to_torch(a):
@@ -181,25 +181,12 @@ def torch_dims(mod, args: list) -> dict:
 REPRO_CODE = (to_torch, to_numpy, export_program, main_inputs, torch_dims)
 
 
-class TorchInputs(ProgramInputs):
-    """What a PyTorch case gives the judge: the program's inputs (``fuzz.inputs``, the same
-    arrays eager PyTorch ran on) bound to the imported ``main``'s parameters by name (and the
-    weights the importer kept as parameters), eager PyTorch's outputs as the reference, the
-    program's tolerances and numeric keys."""
-
-    def __init__(self, program: Program, input_seed: int, mod, by_name: dict, expected: list):
-        super().__init__(program, input_seed)
-        self.mod, self.by_name, self.expected = mod, by_name, expected
-        self.has_reference = True
+class TorchInputs(ImportedInputs):
+    """A PyTorch case's inputs: by name to the imported ``main``'s parameters (and the weights
+    the importer kept as parameters); eager PyTorch's outputs are the reference."""
 
     def make(self) -> list:
         return main_inputs(self.mod, self.by_name)
-
-    def refused(self, e: BaseException, stage: str = "inputs") -> Outcome:
-        return _fail(stage, e, "tvmfuzz_error", "invalid")
-
-    def reference(self, args: list) -> list:
-        return list(self.expected)
 
 
 def imported_module(program: Program, input_seed: int = 0):
@@ -230,13 +217,11 @@ def judge_torch(program: Program, variants: Optional[list] = None,
         return finish(o, t0, variants[0], [])
 
     breadcrumb.mark(stage="export")
-    try:
-        env, arrays = make_inputs(program, input_seed)
-        source = full_source(program, opts, arrays)
-    except NotExportable as e:
-        return done(Outcome("invalid", "not_exportable", "export", "NotExportable", str(e)))
-    except Exception as e:  # noqa: BLE001 - the exporter's own defect
-        return done(_fail("export", e, "tvmfuzz_error", "invalid"))
+    made = export_case(program, input_seed, lambda arrays: full_source(program, opts, arrays),
+                       NotExportable)
+    if isinstance(made, Outcome):
+        return done(made)
+    env, arrays, source = made
     try:
         import torch
 
@@ -257,17 +242,10 @@ def judge_torch(program: Program, variants: Optional[list] = None,
             expected = [to_numpy(t) for t in model(*args)]
     except Exception as e:  # noqa: BLE001
         return done(_fail("eager", e, "torch_rejected", "invalid"))
-    # Eager PyTorch is the reference only where it agrees with numpy on the program: elsewhere
-    # the module says something else than the program (the exporter's fault), not TVM's.
-    try:
-        numpy_out = reference.flatten(reference.run(program, arrays, env))
-    except Exception:  # noqa: BLE001 - no numpy reference for this case: eager torch alone
-        numpy_out = None
-    if numpy_out is not None:
-        diff = reference.compare(program, numpy_out, expected)
-        if diff:
-            return done(Outcome("invalid", "torch_disagrees", "eager", "",
-                                "eager PyTorch disagrees with numpy: " + diff[1]))
+    wrong = numpy_disagreement(program, arrays, env, expected, "torch_disagrees", "eager",
+                               "eager PyTorch")
+    if wrong:
+        return done(wrong)
     breadcrumb.mark(stage="torch_export")
     try:
         ep = export_program(model, args, list(ins), dynamic, bool(opts.decompose))
@@ -281,8 +259,7 @@ def judge_torch(program: Program, variants: Optional[list] = None,
 
             mod = from_exported_program(ep, **flags)
     except Exception as e:  # noqa: BLE001
-        conv = converter_frame(e)
-        return done(_fail("import", e, extra={"converter": conv} if conv else {}))
+        return done(import_crash(e, converter_frame))
     try:
         from fuzz import compat
 

@@ -1,0 +1,74 @@
+"""What the frontend judges (``worker.onnx_judge``, ``worker.torch_judge``) share: exporting the
+program model (a refusal is ``not_exportable``, an exporter's failure tvmfuzz's own), checking
+the frontend's reference against numpy on the program (where they disagree the export is to
+blame, not TVM), an importer's exception as a finding with its converter named, and the inputs
+source of the judging loop, whose reference is the frontend's outputs. Sandbox child only."""
+from __future__ import annotations
+
+from typing import Callable, Optional, Union
+
+from fuzz import reference
+from fuzz.inputs import make_inputs
+from fuzz.model import Program
+from fuzz.outcome import Outcome
+
+from .execute import ProgramInputs, _fail
+
+
+def export_case(program: Program, input_seed: int, export: Callable[[list], object],
+                refusal: type) -> Union[tuple, Outcome]:
+    """(env, arrays, what ``export(arrays)`` made) for the case's inputs; an ``invalid``
+    Outcome where the exporter refuses the program (``refusal``: its NotExportable) or fails."""
+    try:
+        env, arrays = make_inputs(program, input_seed)
+        return env, arrays, export(arrays)
+    except refusal as e:
+        return Outcome("invalid", "not_exportable", "export", "NotExportable", str(e))
+    except Exception as e:  # noqa: BLE001 - the exporter's own defect
+        return _fail("export", e, "tvmfuzz_error", "invalid")
+
+
+def numpy_disagreement(program: Program, arrays: list, env: dict, expected: list,
+                       kind: str, stage: str, who: str) -> Optional[Outcome]:
+    """The frontend's outputs (``expected``, from ``who``) are the reference only where they
+    agree with numpy on the program; elsewhere the export wrote another semantics (or ``who``
+    errs) and TVM is not to blame: an ``invalid`` Outcome of ``kind``. None where they agree
+    or numpy has no reference for the case (``who`` alone then)."""
+    try:
+        numpy_out = reference.flatten(reference.run(program, arrays, env))
+    except Exception:  # noqa: BLE001 - no numpy reference for this case
+        return None
+    diff = reference.compare(program, numpy_out, expected)
+    if diff:
+        return Outcome("invalid", kind, stage, "", f"{who} disagrees with numpy: " + diff[1])
+    return None
+
+
+def import_crash(e: BaseException, converter_frame: Callable[[BaseException], str]) -> Outcome:
+    """An importer's exception: a finding at stage ``import``, the converter that raised it
+    (``converter_frame(e)``) in ``extra``."""
+    conv = converter_frame(e)
+    return _fail("import", e, extra={"converter": conv} if conv else {})
+
+
+class ImportedInputs(ProgramInputs):
+    """What a frontend case gives the judge: the program's inputs (``fuzz.inputs``, the same
+    arrays the frontend's reference ran on) bound by name to the imported ``main``'s
+    parameters (``make``, per frontend), the reference's outputs, the program's tolerances and
+    numeric keys."""
+
+    def __init__(self, program: Program, input_seed: int, mod, by_name: dict, expected: list):
+        super().__init__(program, input_seed)
+        self.mod, self.by_name, self.expected = mod, by_name, expected
+        self.has_reference = True
+
+    def refused(self, e: BaseException, stage: str = "inputs") -> Outcome:
+        return _fail(stage, e, "tvmfuzz_error", "invalid")
+
+    def reference(self, args: list) -> list:
+        return list(self.expected)
+
+    def probe(self, index: int):
+        """None: the module judged is the frontend's import, not the program materialized, so
+        rebuilding the program to find its first wrong value would judge another module."""
+        return None
