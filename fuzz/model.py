@@ -242,51 +242,42 @@ class Program:
         return Program.loads(self.dumps())
 
 
-class OnnxProgram(Program):
+class FrontendProgram(Program):
+    """A program model written in a frontend's form and imported back by TVM's frontend: its
+    export and import options are ``meta[ir]``, its JSON the program's with ``"kind": ir``."""
+
+    ir = ""
+
+    @classmethod
+    def of(cls, prog: Program, options: Optional[dict] = None):
+        out = cls(prog.functions, prog.entry, dict(prog.meta))
+        if options is not None:
+            out.meta[cls.ir] = dict(options)
+        return out
+
+    @property
+    def options(self) -> dict:
+        return dict(self.meta.get(self.ir) or {})
+
+    def to_json(self) -> dict:
+        return {"kind": self.ir, **super().to_json()}
+
+
+class OnnxProgram(FrontendProgram):
     """An ONNX case: a Relax program model exported op by op to ONNX
-    (``fuzz.onnx_export``) and imported back by TVM's frontend. Its export and import options
-    (opset, initializers, dynamic dims, ``keep_params_in_input``, ``shape_dict``) are
-    ``meta["onnx"]``; the JSON is the program's with ``"kind": "onnx"``."""
+    (``fuzz.onnx_export``). Options (``meta["onnx"]``): opset, initializers, dynamic dims,
+    ``keep_params_in_input``, ``shape_dict``."""
 
     ir = "onnx"
 
-    @staticmethod
-    def of(prog: Program, options: Optional[dict] = None) -> "OnnxProgram":
-        out = OnnxProgram(prog.functions, prog.entry, dict(prog.meta))
-        if options is not None:
-            out.meta["onnx"] = dict(options)
-        return out
 
-    @property
-    def options(self) -> dict:
-        return dict(self.meta.get("onnx") or {})
-
-    def to_json(self) -> dict:
-        return {"kind": "onnx", **super().to_json()}
-
-
-class TorchProgram(Program):
+class TorchProgram(FrontendProgram):
     """A PyTorch case: a Relax program model written as a ``torch.nn.Module``
     (``fuzz.torch_export``), exported with ``torch.export`` and imported by TVM's
-    ``from_exported_program``. Its export and import options (decompositions, dynamic dims,
-    weights as parameters, the importer's flags) are ``meta["torch"]``; the JSON is the
-    program's with ``"kind": "torch"``."""
+    ``from_exported_program``. Options (``meta["torch"]``): decompositions, dynamic dims,
+    weights as parameters, the importer's flags."""
 
     ir = "torch"
-
-    @staticmethod
-    def of(prog: Program, options: Optional[dict] = None) -> "TorchProgram":
-        out = TorchProgram(prog.functions, prog.entry, dict(prog.meta))
-        if options is not None:
-            out.meta["torch"] = dict(options)
-        return out
-
-    @property
-    def options(self) -> dict:
-        return dict(self.meta.get("torch") or {})
-
-    def to_json(self) -> dict:
-        return {"kind": "torch", **super().to_json()}
 
 
 def _func_json(f: Function, ty) -> dict:
