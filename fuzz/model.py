@@ -242,6 +242,22 @@ class Program:
         return Program.loads(self.dumps())
 
 
+class FrontendOptions:
+    """Base of a frontend case's options (a dataclass of plain fields): their JSON, and back
+    from it, ignoring names this version does not know."""
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, d: Optional[dict]):
+        o = cls()
+        for k, v in (d or {}).items():
+            if hasattr(o, k):
+                setattr(o, k, v)
+        return o
+
+
 class FrontendProgram(Program):
     """A program model written in a frontend's form and imported back by TVM's frontend: its
     export and import options are ``meta[ir]``, its JSON the program's with ``"kind": ir``."""

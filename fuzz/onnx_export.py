@@ -26,7 +26,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from . import dims as D
-from .model import Function, Node, Program, TensorTy, TupleTy
+from .model import FrontendOptions, Function, Node, Program, TensorTy, TupleTy
 
 # TVM 0.27's converters name versions 1 .. 23; below 11 several of the ops here have only a
 # later converter (Conv, TopK's k input, Clip's inputs), so 11 is the oldest opset tvmfuzz
@@ -39,7 +39,7 @@ class NotExportable(Exception):
 
 
 @dataclass
-class OnnxOptions:
+class OnnxOptions(FrontendOptions):
     """How one case is written and imported; travels in the case (``OnnxProgram.onnx``)."""
 
     opset: int = OPSETS[-1]
@@ -51,17 +51,6 @@ class OnnxOptions:
     #                                    writes it), else Gather of a 1-element index
     keep_params_in_input: bool = False  # from_onnx option
     shape_dict: bool = False           # from_onnx gets the inputs' concrete shapes
-
-    def to_json(self) -> dict:
-        return dict(self.__dict__)
-
-    @staticmethod
-    def from_json(d: dict) -> "OnnxOptions":
-        o = OnnxOptions()
-        for k, v in (d or {}).items():
-            if hasattr(o, k):
-                setattr(o, k, v)
-        return o
 
 
 def _tp():

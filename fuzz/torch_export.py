@@ -43,7 +43,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from . import dims as D
-from .model import Function, Node, Program, TensorTy, TupleTy
+from .model import FrontendOptions, Function, Node, Program, TensorTy, TupleTy
 
 
 class NotExportable(Exception):
@@ -51,7 +51,7 @@ class NotExportable(Exception):
 
 
 @dataclass
-class TorchOptions:
+class TorchOptions(FrontendOptions):
     """How one case is written, exported and imported; travels in the case
     (``meta["torch"]``)."""
 
@@ -62,17 +62,6 @@ class TorchOptions:
     unwrap_unit_return_tuple: bool = False
     no_bind_return_tuple: bool = False
     run_ep_decomposition: bool = True
-
-    def to_json(self) -> dict:
-        return dict(self.__dict__)
-
-    @staticmethod
-    def from_json(d: dict) -> "TorchOptions":
-        o = TorchOptions()
-        for k, v in (d or {}).items():
-            if hasattr(o, k):
-                setattr(o, k, v)
-        return o
 
 
 DTYPES = {"float32": "torch.float32", "float16": "torch.float16",
@@ -516,22 +505,25 @@ def _rms_norm(w, n, ins, tys):
             f"eps={float(a['epsilon'])!r})")
 
 
-def _group_norm(w, n, ins, tys):
+def _channel_norm(n, tys, name: str) -> dict:
+    """The attrs of a group_norm or instance_norm torch can write: channels at axis 1, every
+    spatial axis normalized, scale and bias applied."""
     a, rank = n.attrs, tys[0].ndim
     axes = sorted(x % rank for x in a["axes"])
     if a["channel_axis"] % rank != 1 or axes != list(range(2, rank)) or \
             not a.get("scale", True) or not a.get("center", True):
-        raise NotExportable("group_norm: channels at 1, every spatial axis, scale and bias")
+        raise NotExportable(f"{name}: channels at 1, every spatial axis, scale and bias")
+    return a
+
+
+def _group_norm(w, n, ins, tys):
+    a = _channel_norm(n, tys, "group_norm")
     return (f"torch.nn.functional.group_norm({ins[0]}, {int(a['num_groups'])}, {ins[1]}, "
             f"{ins[2]}, eps={float(a['epsilon'])!r})")
 
 
 def _instance_norm(w, n, ins, tys):
-    a, rank = n.attrs, tys[0].ndim
-    axes = sorted(x % rank for x in a["axes"])
-    if a["channel_axis"] % rank != 1 or axes != list(range(2, rank)) or \
-            not a.get("scale", True) or not a.get("center", True):
-        raise NotExportable("instance_norm: channels at 1, every spatial axis, scale and bias")
+    a = _channel_norm(n, tys, "instance_norm")
     return (f"torch.nn.functional.instance_norm({ins[0]}, weight={ins[1]}, bias={ins[2]}, "
             f"eps={float(a['epsilon'])!r})")
 
