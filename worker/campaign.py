@@ -154,6 +154,20 @@ def onnx_options(seed: int) -> dict:
             "shape_ops": rng.random() < 0.3, "scalar_gather": rng.random() < 0.5}
 
 
+def _draw_exportable(seed: int, tries: int, ops, exportable, guide=None) -> tuple:
+    """(program, attempt): valid programs of ``ops`` drawn from sub-seeds of ``seed`` until
+    ``exportable(program)`` is None (it has a form in the frontend); after ``tries`` draws
+    the last one, whose judge then says ``not_exportable``."""
+    for attempt in range(tries):
+        prog = generate(seed * tries + attempt, mode="valid", ops=ops, guide=guide)
+        try:
+            if exportable(prog) is None:
+                break
+        except Exception:  # noqa: BLE001 - the exporter's defect: the judge reports it
+            break
+    return prog, attempt
+
+
 def make_onnx_case(seed: int, targets=TARGET_KINDS, schedules: bool = False, guide=None):
     """An ONNX case: a valid program of the ops the exporter has at the seed's opset
     (``ops_for``), drawn
@@ -163,14 +177,8 @@ def make_onnx_case(seed: int, targets=TARGET_KINDS, schedules: bool = False, gui
     from fuzz.onnx_export import exportable, expose_values, ops_for
 
     options = onnx_options(seed)
-    ops = ops_for(options["opset"])
-    for attempt in range(ONNX_TRIES):
-        prog = generate(seed * ONNX_TRIES + attempt, mode="valid", ops=ops, guide=guide)
-        try:
-            if exportable(prog, options["opset"]) is None:
-                break
-        except Exception:  # noqa: BLE001 - the exporter's defect: the judge reports it
-            break
+    prog, attempt = _draw_exportable(seed, ONNX_TRIES, ops_for(options["opset"]),
+                                     lambda p: exportable(p, options["opset"]), guide)
     prog.meta.update(seed=seed, mode="valid", onnx_attempt=attempt)
     if random.Random(seed * 7919 + 43).random() < EXPOSE_SHARE:
         prog = expose_values(prog)   # every intermediate's imported type checked too
@@ -201,13 +209,7 @@ def make_torch_case(seed: int, targets=TARGET_KINDS, schedules: bool = False):
     from fuzz.model import TorchProgram
     from fuzz.torch_export import EXPORTABLE_OPS, exportable
 
-    for attempt in range(TORCH_TRIES):
-        prog = generate(seed * TORCH_TRIES + attempt, mode="valid", ops=EXPORTABLE_OPS)
-        try:
-            if exportable(prog) is None:
-                break
-        except Exception:  # noqa: BLE001 - the exporter's defect: the judge reports it
-            break
+    prog, attempt = _draw_exportable(seed, TORCH_TRIES, EXPORTABLE_OPS, exportable)
     prog.meta.update(seed=seed, mode="valid", torch_attempt=attempt)
     prog = TorchProgram.of(prog, torch_options(seed))
     prog.meta["variants"] = case_variants(seed, targets, schedules=schedules)
