@@ -43,14 +43,12 @@ def _same_ty(a: Ty, b: Ty) -> bool:
 def condition(ctx) -> str:
     """The name of a 0-d bool value: an input, or an exactly-known value reduced with max
     and compared with a constant inside its range."""
-    from .generate import default_range
-
     ch = ctx.ch
     cands = [v for v in ctx.pool if v.exact and v.dtype in NUMERIC and v.ty.shape is not None
              and math.isfinite(v.lo) and math.isfinite(v.hi)
              and all(not isinstance(d, int) or d > 0 for d in v.ty.shape)]
     if not cands or ch.boolean(0.3):
-        return ctx.new_param([], "bool", *default_range("bool")).name
+        return ctx.new_param([], "bool").name
     v = cands[-1] if ch.boolean(0.5) else ch.choice(cands)
     name, lo, hi = v.name, v.lo, v.hi
     if v.rank > 0:
@@ -66,10 +64,7 @@ def condition(ctx) -> str:
 
 
 def _sub_context(ctx, caps: list[Value], names: list[str]):
-    from .generate import GenContext
-
-    sub = GenContext(ctx.ch, "valid", allow_sym=False)
-    sub._n = ctx._n
+    sub = ctx.sub()
     for v, pname in zip(caps, names):
         p = Param(pname, v.ty, v.lo if math.isfinite(v.lo) else -2.0,
                   v.hi if math.isfinite(v.hi) else 2.0)
@@ -79,8 +74,6 @@ def _sub_context(ctx, caps: list[Value], names: list[str]):
 
 
 def _fill(sub, n_ops: int, specs, cum, funcs: list, depth: int, fname: str) -> None:
-    from .generate import apply_op
-
     made = tries = 0
     while made < n_ops and tries < n_ops * 8:
         tries += 1
@@ -88,7 +81,7 @@ def _fill(sub, n_ops: int, specs, cum, funcs: list, depth: int, fname: str) -> N
             if gen_if(sub, specs, cum, funcs, depth + 1, fname):
                 made += 1
             continue
-        if apply_op(sub, sub.ch.weighted_cum(specs, cum)) is not None:
+        if sub.apply(sub.ch.weighted_cum(specs, cum)) is not None:
             made += 1
 
 

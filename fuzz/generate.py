@@ -92,6 +92,17 @@ class GenContext:
         return [min_dim if min_dim > 0 else 1] * rank
 
     # --- values --------------------------------------------------------------------------
+    def sub(self) -> "GenContext":
+        """A context for a body built inside this function's (an R.If branch, a loop): the
+        same chooser and name counter, valid mode, no new symbolic dims."""
+        sub = GenContext(self.ch, "valid", allow_sym=False)
+        sub._n = self._n
+        return sub
+
+    def apply(self, spec: OpSpec) -> Optional[Node]:
+        """``apply_op`` in this context."""
+        return apply_op(self, spec)
+
     def new_param(self, shape: list, dtype: str, lo: Optional[float] = None,
                   hi: Optional[float] = None) -> Value:
         dlo, dhi = default_range(dtype)
