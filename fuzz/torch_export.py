@@ -160,15 +160,20 @@ def _axes(n: Node, rank: int):
     return [a % max(rank, 1) for a in ([ax] if isinstance(ax, int) else list(ax))]
 
 
-def _reduce(name: str, dtypes=None, all_axes: bool = False):
+def _reduced_axes(n: Node, rank: int) -> list:
+    """The axes a reduction node reduces (all of them for ``axis=None``); an empty list has
+    no torch form (Relax reduces nothing, torch everything)."""
+    axes = _axes(n, rank)
+    if axes == []:
+        raise NotExportable("empty axes")
+    return list(range(rank)) if axes is None else axes
+
+
+def _reduce(name: str, dtypes=None):
     def write(w, n, ins, tys):
         rank = tys[0].ndim
-        axes = _axes(n, rank)
-        if axes == []:
-            raise NotExportable("empty axes")   # relax: no reduction; torch: all of them
+        axes = _reduced_axes(n, rank)
         keep = bool(n.attrs.get("keepdims"))
-        if axes is None:
-            axes = list(range(rank))
         if rank == 0:
             return ins[0]
         return f"{name}({ins[0]}, dim={axes}, keepdim={keep})"
@@ -177,10 +182,7 @@ def _reduce(name: str, dtypes=None, all_axes: bool = False):
 
 def _prod(w, n, ins, tys):
     rank = tys[0].ndim
-    axes = _axes(n, rank)
-    if axes == []:
-        raise NotExportable("empty axes")
-    axes = list(range(rank)) if axes is None else axes
+    axes = _reduced_axes(n, rank)
     keep = bool(n.attrs.get("keepdims"))
     x = ins[0]
     for a in sorted(axes, reverse=True):   # torch.prod takes one dim at a time
@@ -191,10 +193,7 @@ def _prod(w, n, ins, tys):
 def _moments(name):
     def write(w, n, ins, tys):
         rank = tys[0].ndim
-        axes = _axes(n, rank)
-        if axes == []:
-            raise NotExportable("empty axes")
-        axes = list(range(rank)) if axes is None else axes
+        axes = _reduced_axes(n, rank)
         if rank == 0:
             raise NotExportable(f"{name} of a scalar")
         return (f"torch.{name}({ins[0]}, dim={axes}, correction=0, "
