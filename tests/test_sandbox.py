@@ -71,6 +71,15 @@ def test_allocation_past_the_limit_is_oom(sb):
     _next_passes(sb)
 
 
+def test_memory_limit_is_the_case_budget_on_top_of_the_imports():
+    # Importing TVM maps ~0.5 GB (with torch installed, tvm_ffi imports it: ~3.8 GB), more than
+    # this budget: were the limit absolute, every case would die at its first allocation.
+    with Sandbox(timeout=TIMEOUT, mem_mb=300) as small:
+        assert small.run({"kind": "alloc", "mb": 200})["status"] == "ok"
+        assert small.run({"kind": "alloc", "mb": 400})["status"] == "oom"
+        _next_passes(small)
+
+
 def test_real_tvm_allocation_past_the_limit_is_oom(sb):
     # A 4 GiB broadcast result from 128 KiB of inputs: TVM raises std::bad_alloc at run time.
     r = sb.run(case(jobs.huge_broadcast()))

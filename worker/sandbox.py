@@ -12,7 +12,9 @@ Why this shape
     ``worker_max_memory_per_child``) lets one case take the machine down first. With the
     limit, the allocation fails inside the child (MemoryError, std::bad_alloc) and is reported
     as "oom". It bounds address space, not RSS, so the server sets MALLOC_ARENA_MAX=2 to keep
-    glibc's per-thread 64 MB arena reservations from counting as use.
+    glibc's per-thread 64 MB arena reservations from counting as use. The limit is the case's
+    budget on top of what the child inherits mapped: what importing maps is not the case's, and
+    differs by machine (TVM ~0.5 GB; with torch installed, tvm_ffi imports it, ~3.8 GB).
   * JSON lines, never pickle: a worker must not execute what it is sent.
   * Own process group per child, so a timeout kills whatever the child started (SIGKILL to the
     group); PR_SET_PDEATHSIG so children die with the server.
@@ -60,6 +62,14 @@ def _rss_kb(pid="self") -> int:
     return 0
 
 
+def _vm_size_bytes() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) << 10
+    return 0
+
+
 def _set_pdeathsig(sig=signal.SIGKILL) -> None:
     try:
         import ctypes
@@ -92,7 +102,8 @@ def _child(jobs: list, opts: dict, wfd: int, outfd: int, server_pid: int, crumbs
         from worker import breadcrumb
 
         breadcrumb.attach(crumbs)
-        mem = int(opts["mem_mb"]) << 20
+        # The case's budget on top of the address space the child starts with.
+        mem = _vm_size_bytes() + (int(opts["mem_mb"]) << 20)
         resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
         resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 28, 1 << 28))   # output can't fill the disk
         from worker.jobs import run_job
@@ -326,8 +337,8 @@ def serve() -> None:
 class Sandbox:
     """A fork server in another process (``python -m worker.sandbox --serve`` run by
     ``python``, which may be another interpreter with another TVM; inside ``jail`` when one is
-    given, see worker/jail.py). Not thread-safe: one caller at a time. ``mem_mb`` bounds each
-    child's address space, of which importing TVM already takes ~0.5 GB. ``batch``: jobs per forked child in ``run_many``."""
+    given, see worker/jail.py). Not thread-safe: one caller at a time. ``mem_mb`` bounds how
+    far each child's address space may grow past the server's (what the imports mapped). ``batch``: jobs per forked child in ``run_many``."""
 
     def __init__(self, python: str = sys.executable, timeout: float = 60.0, mem_mb: int = 4096,
                  recycle_after: int = 1000, max_rss_growth: float = 0.10, batch: int = 16,
