@@ -245,19 +245,29 @@ _IMPORT_LIMITS = re.compile(r"cannot be proven to be \d+ at import time|"
                             r"Cannot broadcast symbolic dimension .* unknown at compile time")
 
 
-# from_exported_program's refusal of ATen ops it has no converter for (amin.default,
-# sort.stable, ...): "Unsupported function types ['amin.default']".
-_TORCH_UNSUPPORTED = re.compile(r"^Unsupported function types \[")
+# from_exported_program's refusals of what it has no converter for, each said before a wrong
+# import can happen (the message, why):
+_TORCH_UNSUPPORTED = (
+    # ATen ops it has no converter for (amin.default, sort.stable, ...)
+    (re.compile(r"^Unsupported function types \["),
+     "the PyTorch importer's stated gap: it has no converter for these ATen ops and says so "
+     "before importing anything (a converter to add, not a wrong import)"),
+    # convolution.default with transposed=True converts 1-D and 2-D only (Relax has
+    # conv3d_transpose; 3 and 4 dims are handled, so a refusal of those is a bug)
+    (re.compile(r"^Unsupported transposed convolution dimensionality: 5$"),
+     "the PyTorch importer's stated gap: its convolution converter handles 1-D and 2-D "
+     "transposed convolutions only and refuses a 3-D one by name (a converter to add, not a "
+     "wrong import)"),
+)
 
 
 def target_limit(outcome: dict) -> Optional[str]:
     """Why a failure is a target's stated limit (a program using what the target lacks), or
     the ONNX importer's stated limit on symbolic dims."""
     text = f"{outcome.get('message') or ''} @ {outcome.get('throw_site') or ''}"
-    if outcome.get("stage") == "import" and _TORCH_UNSUPPORTED.search(text):
-        return ("the PyTorch importer's stated gap: it has no converter for these ATen ops "
-                "and says so before importing anything (a converter to add, not a wrong "
-                "import)")
+    for says, why in _TORCH_UNSUPPORTED if outcome.get("stage") == "import" else ():
+        if says.search(outcome.get("message") or ""):
+            return why
     if outcome.get("stage") == "import" and _IMPORT_LIMITS.search(text):
         return ("the ONNX importer's stated limit: it refuses, with a clear message, a "
                 "symbolic dim it cannot resolve at import time (onnxruntime resolves it at run "

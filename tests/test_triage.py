@@ -706,3 +706,7 @@ def test_the_torch_importer_naming_ops_it_has_no_converter_for_is_expected():
     assert status == EXPECTED and "no converter" in why
     o["message"] = "Unsupported transposed convolution dimensionality: 3"
     assert auto_status(one_op("relax.exp", "float32"), o)[0] == NEW
+    # Campaign 140000: a 3-D transposed convolution, which the converter refuses by name
+    o["message"] = "Unsupported transposed convolution dimensionality: 5"
+    status, why = auto_status(one_op("relax.exp", "float32"), o)
+    assert status == EXPECTED and "3-D" in why
