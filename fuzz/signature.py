@@ -36,6 +36,9 @@ _QUALIFIED = re.compile(r"\b(?:relax|tirx|tir|topi|s_tir|T|R|I)\.[\w.]+")
 _HEX = re.compile(r"\b0x[0-9a-fA-F]+\b")
 _NUM = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w])")
 _SPACES = re.compile(r"\s+")
+# A list of quoted names printed from a set ("Unsupported function types ['b', 'a']"): its
+# order is the hash's, so one bug would print two ways
+_NAME_SET = re.compile(r"\[('[^'\]]*'(?:, '[^'\]]*')+)\]")
 # Access paths name the function on 0.27 and not on 0.26: one bug, one signature on both.
 _ROOT_FUNC = re.compile(r'<root>\.functions\[I\.GlobalVar\("[^"]*"\)\]')
 _TENSOR_LOAD = re.compile(r"tensor_load\((?:[^()]|\([^()]*\))*\)")
@@ -188,6 +191,7 @@ def check_condition(msg: str) -> tuple[int, int]:
 def normalize_message(msg: str) -> str:
     line = (msg or "").strip().splitlines()[0] if (msg or "").strip() else ""
     line = _reduce_op_reprs(line)
+    line = _NAME_SET.sub(lambda m: "[" + ", ".join(sorted(m.group(1).split(", "))) + "]", line)
     line = _ROOT_FUNC.sub("<root>", line)
     line = _TENSOR_LOAD.sub("tensor_load(...)", line)
     line = _JSON_OBJ.sub("{...}", line)

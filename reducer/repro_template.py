@@ -51,6 +51,9 @@ __SHARED__
 def normalize(msg):
     """The first message line without numbers, addresses and generated names."""
     line = first_message_line((msg or "").strip())   # the worker's own choice of line
+    # a list of names printed from a set comes in the hash's order
+    line = re.sub(r"\[('[^'\]]*'(?:, '[^'\]]*')+)\]",
+                  lambda m: "[" + ", ".join(sorted(m.group(1).split(", "))) + "]", line)
     line = re.sub(r'(?:ir\.)?Op\(span=.*?name="([^"]+)".*?\)(?=\W|$)', r"Op(\1)", line)
     line = re.sub(r"\b0x[0-9a-fA-F]+\b", "0x?", line)
     line = re.sub(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w])", "N", line)
