@@ -263,10 +263,11 @@ def _preload(jobs: list) -> None:
     PyTorch cases, warmed by exporting a one-op module (torch.export's first call imports and
     sets up several seconds' worth: every child would pay it). The export traces with fake
     tensors on one thread: no thread pool exists to fork."""
-    if "torch" not in sys.modules and any(
+    if sys.modules.get("torch") is None and any(
             isinstance(j, dict) and (j.get("program") or {}).get("kind") == "torch"
             for j in jobs):
         try:
+            sys.modules.pop("torch", None)   # the server deferred it (_defer_torch)
             import torch
 
             torch.set_num_threads(1)
@@ -279,6 +280,15 @@ def _preload(jobs: list) -> None:
             torch.export.export(_Warm(), (torch.zeros(2),)).run_decompositions()
         except Exception:  # noqa: BLE001 - the child's judge says what is wrong, as its verdict
             pass
+
+
+def _defer_torch() -> None:
+    """Keep ``import tvm`` from importing torch: tvm_ffi imports it whenever it is installed
+    (2-3 s and ~650 MB of RSS per server, ~3 GB of address space), and only PyTorch cases use
+    it; ``_preload`` imports it for the first of them. Until then ``import torch`` raises
+    ImportError, which is what tvm_ffi and TVM's optional uses of it expect without torch."""
+    if "torch" not in sys.modules:
+        sys.modules["torch"] = None
 
 
 def _run_request(jobs: list, opts: dict, emit, ppid: int) -> None:
@@ -314,6 +324,7 @@ def serve() -> None:
     import gc
 
     import numpy.random  # noqa: F401  (first case would import it in every child)
+    _defer_torch()
     import tvm
     from tvm import relax  # noqa: F401
 
