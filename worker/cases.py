@@ -202,9 +202,13 @@ class SeededKind(_ModelCase):
     name, job_kind, ir = "seeded", "seeded", "seeded"
 
     def job(self, value, variants: Optional[list] = None, input_seed: Optional[int] = None,
-            near_valid: bool = False, by_name: Optional[dict] = None) -> dict:
+            near_valid: bool = False, by_name: Optional[dict] = None,
+            entry: Optional[str] = None) -> dict:
         from .script_guard import check_script
 
+        if entry:
+            raise ValueError("a seeded case runs its mutant's own function; --entry is for "
+                             "TVMScript files")
         check_script(value.seed_text)   # never send text that could run code on parse
         if value.mutant is not None:
             check_script(value.mutant)
