@@ -15,7 +15,6 @@ runs, and ONNX cases/s next to Relax cases/s.
 import argparse
 import collections
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -25,24 +24,8 @@ from fuzz.onnx_export import EXPORTABLE_OPS, OPSETS, exportable, ops_for  # noqa
 from worker.campaign import make_case  # noqa: E402
 from worker.sandbox_runner import SandboxRunner  # noqa: E402
 
-RAN = ("pass", "numeric", "roundtrip")   # built and ran (a wrong result still ran)
-
-
-def _share(progs, opset) -> float:
-    ok = 0
-    for p in progs:
-        try:
-            ok += exportable(p, opset) is None
-        except Exception:  # noqa: BLE001 - an exporter defect counts as not exported
-            pass
-    return ok / len(progs)
-
-
-def _judge(runner, progs, batch):
-    outs, t0 = [], time.time()
-    for i in range(0, len(progs), batch):
-        outs += runner.run_many(progs[i:i + batch])
-    return outs, time.time() - t0
+from frontend_validity import (RAN, judge, print_outcomes, relax_throughput,  # noqa: E402
+                               share, tally)
 
 
 def main():
@@ -57,8 +40,11 @@ def main():
     print(f"exportable ops: {len(EXPORTABLE_OPS)}")
     for opset in OPSETS:
         subset = [generate(s, ops=ops_for(opset)) for s in seeds]
-        print(f"opset {opset}: exports {100 * _share(whole, opset):.1f}% of programs from the "
-              f"whole catalogue, {100 * _share(subset, opset):.1f}% of one draw from the "
+        def at(p, opset=opset):
+            return exportable(p, opset)
+
+        print(f"opset {opset}: exports {100 * share(whole, at):.1f}% of programs from the "
+              f"whole catalogue, {100 * share(subset, at):.1f}% of one draw from the "
               f"{len(ops_for(opset))} ops with a form at this opset")
     cases = [make_case(s, "valid", ir=("onnx",)) for s in seeds]
     for p in cases:
@@ -67,12 +53,8 @@ def main():
     print(f"campaign cases (up to {max(attempts)} draws): draws per case {dict(attempts)}")
 
     runner = SandboxRunner(timeout=120)
-    outs, secs = _judge(runner, cases, a.batch)
-    kinds = collections.Counter("pass" if o.verdict == "pass" else o.kind for o in outs)
-    sigs = collections.defaultdict(list)
-    for p, o in zip(cases, outs):
-        if o.verdict != "pass":
-            sigs[(o.verdict, o.signature)].append(p.meta["seed"])
+    outs, secs = judge(runner, cases, a.batch)
+    kinds, sigs = tally(cases, outs)
     n = len(cases)
     exported = n - kinds["not_exportable"] - kinds["tvmfuzz_error"]
     accepted = exported - kinds["onnx_rejected"]
@@ -85,19 +67,8 @@ def main():
           f"{100 * imported / max(accepted, 1):.1f}%")
     print(f"builds and runs: {ran}/{imported} = {100 * ran / max(imported, 1):.1f}% "
           f"(agrees and round-trips: {kinds['pass']})")
-    print("outcomes:", dict(kinds))
-    print("non-pass outcomes by signature (count, verdict, signature, seeds):")
-    for (verdict, sig), ss in sorted(sigs.items(), key=lambda kv: -len(kv[1])):
-        print(f"  {len(ss):4d}  {verdict:8s} {sig[:200]}  {ss[:4]}")
-
-    relax = [generate(s, "valid") for s in seeds]
-    for p in relax:
-        p.meta["variants"] = None
-    routs, rsecs = _judge(runner, relax, a.batch)
-    runner.close()
-    rpass = sum(o.verdict == "pass" for o in routs)
-    print(f"{n} Relax cases (same seeds) in {rsecs:.1f}s = {n / rsecs:.2f} cases/s "
-          f"(pass {rpass}); ONNX/Relax throughput {rsecs / secs:.2f}x")
+    print_outcomes(kinds, sigs)
+    relax_throughput(runner, seeds, a.batch, secs, "ONNX")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ PyTorch cases/s next to Relax cases/s in the same sandbox.
 import argparse
 import collections
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -28,24 +27,8 @@ from fuzz.torch_export import EXPORTABLE_OPS, exportable  # noqa: E402
 from worker.campaign import make_case  # noqa: E402
 from worker.sandbox_runner import SandboxRunner  # noqa: E402
 
-RAN = ("pass", "numeric", "roundtrip")   # built and ran (a wrong result still ran)
-
-
-def _share(progs) -> float:
-    ok = 0
-    for p in progs:
-        try:
-            ok += exportable(p) is None
-        except Exception:  # noqa: BLE001 - a writer defect counts as not exported
-            pass
-    return ok / len(progs)
-
-
-def _judge(runner, progs, batch):
-    outs, t0 = [], time.time()
-    for i in range(0, len(progs), batch):
-        outs += runner.run_many(progs[i:i + batch])
-    return outs, time.time() - t0
+from frontend_validity import (RAN, judge, print_outcomes, relax_throughput,  # noqa: E402
+                               share, tally)
 
 
 def main():
@@ -57,8 +40,10 @@ def main():
     seeds = list(range(a.seed, a.seed + a.count))
 
     print(f"ops with a torch form: {len(EXPORTABLE_OPS)}")
-    print(f"torch form: {100 * _share([generate(s) for s in seeds]):.1f}% of programs from the "
-          f"whole catalogue, {100 * _share([generate(s, ops=EXPORTABLE_OPS) for s in seeds]):.1f}"
+    whole = share([generate(s) for s in seeds], exportable)
+    subset = share([generate(s, ops=EXPORTABLE_OPS) for s in seeds], exportable)
+    print(f"torch form: {100 * whole:.1f}% of programs from the "
+          f"whole catalogue, {100 * subset:.1f}"
           f"% of one draw from the {len(EXPORTABLE_OPS)} ops")
     cases = [make_case(s, "valid", ir=("torch",)) for s in seeds]
     for p in cases:
@@ -68,12 +53,8 @@ def main():
 
     runner = SandboxRunner(timeout=180)
     runner.run_many(cases[:1])   # the server imports and warms torch once: not a case's cost
-    outs, secs = _judge(runner, cases, a.batch)
-    kinds = collections.Counter("pass" if o.verdict == "pass" else o.kind for o in outs)
-    sigs = collections.defaultdict(list)
-    for p, o in zip(cases, outs):
-        if o.verdict != "pass":
-            sigs[(o.verdict, o.signature)].append(p.meta["seed"])
+    outs, secs = judge(runner, cases, a.batch)
+    kinds, sigs = tally(cases, outs)
     n = len(cases)
     written = n - kinds["not_exportable"] - kinds["tvmfuzz_error"]
     eager = written - sum(1 for o in outs if o.stage == "eager")
@@ -95,19 +76,8 @@ def main():
                    and o.verdict != "invalid"]
             imp = sum(o.stage != "import" for o in sel)
             print(f"  {flag}={on}: imported {imp}/{len(sel)}")
-    print("outcomes:", dict(kinds))
-    print("non-pass outcomes by signature (count, verdict, signature, seeds):")
-    for (verdict, sig), ss in sorted(sigs.items(), key=lambda kv: -len(kv[1])):
-        print(f"  {len(ss):4d}  {verdict:8s} {sig[:200]}  {ss[:4]}")
-
-    relax = [generate(s, "valid") for s in seeds]
-    for p in relax:
-        p.meta["variants"] = None
-    routs, rsecs = _judge(runner, relax, a.batch)
-    runner.close()
-    rpass = sum(o.verdict == "pass" for o in routs)
-    print(f"{n} Relax cases (same seeds) in {rsecs:.1f}s = {n / rsecs:.2f} cases/s "
-          f"(pass {rpass}); PyTorch/Relax throughput {rsecs / secs:.2f}x")
+    print_outcomes(kinds, sigs)
+    relax_throughput(runner, seeds, a.batch, secs, "PyTorch")
 
 
 if __name__ == "__main__":
