@@ -238,11 +238,23 @@ _TARGET_LIMITS = (
     ("webgpu", r"CodeGenWebGPU: (?:do not|only) support", _WGSL),
     ("webgpu", r"force_narrow_index_to_i32|exceeds range of int32", _WGSL),
 )
-# The ONNX importer's stated refusals of what it cannot know at import time (a symbolic dim
-# it would have to prove 1, or broadcast against a constant): a documented limit with a clear
-# message, not a wrong import.
-_IMPORT_LIMITS = re.compile(r"cannot be proven to be \d+ at import time|"
-                            r"Cannot broadcast symbolic dimension .* unknown at compile time")
+# The ONNX importer's stated refusals, each with a clear message before any wrong import (the
+# message, why): what it cannot know at import time (a symbolic dim it would have to prove 1,
+# or broadcast against a constant; under keep_params_in_input an initializer that decides a
+# shape is a graph input), and forms its converters name as unsupported.
+_AT_IMPORT = ("the ONNX importer's stated limit: it refuses, with a clear message, what it "
+              "cannot resolve at import time (a symbolic dim; with keep_params_in_input, an "
+              "initializer that decides a shape is a graph input); onnxruntime resolves it at "
+              "run time; not a wrong import")
+_IMPORT_LIMITS = (
+    (re.compile(r"cannot be proven to be \d+ at import time|"
+                r"Cannot broadcast symbolic dimension .* unknown at compile time|"
+                r"^Dynamic Split not yet supported|"
+                r"^Only constant indices supported for shape gather"), _AT_IMPORT),
+    (re.compile(r"^Unsupported PRelu slope shape"),
+     "the ONNX importer's stated gap: its PRelu converter names the slope shapes it does not "
+     "broadcast (a converter to extend, not a wrong import)"),
+)
 
 
 # from_exported_program's refusals of what it has no converter for, each said before a wrong
@@ -263,15 +275,12 @@ _TORCH_UNSUPPORTED = (
 
 def target_limit(outcome: dict) -> Optional[str]:
     """Why a failure is a target's stated limit (a program using what the target lacks), or
-    the ONNX importer's stated limit on symbolic dims."""
+    an importer's stated refusal (``_IMPORT_LIMITS``, ``_TORCH_UNSUPPORTED``)."""
     text = f"{outcome.get('message') or ''} @ {outcome.get('throw_site') or ''}"
-    for says, why in _TORCH_UNSUPPORTED if outcome.get("stage") == "import" else ():
+    for says, why in (_TORCH_UNSUPPORTED + _IMPORT_LIMITS
+                      if outcome.get("stage") == "import" else ()):
         if says.search(outcome.get("message") or ""):
             return why
-    if outcome.get("stage") == "import" and _IMPORT_LIMITS.search(text):
-        return ("the ONNX importer's stated limit: it refuses, with a clear message, a "
-                "symbolic dim it cannot resolve at import time (onnxruntime resolves it at run "
-                "time); not a wrong import")
     target = ((outcome.get("extra") or {}).get("variant") or {}).get("target") or {}
     kind_of_target = target.get("kind") if isinstance(target, dict) else str(target)
     for kind, says, why in _TARGET_LIMITS:
