@@ -23,10 +23,11 @@ import dataclasses
 import hashlib
 import posixpath
 import re
-from typing import TYPE_CHECKING, Optional
+from typing import Any, Optional
 
-if TYPE_CHECKING:
-    from .outcome import Outcome
+# An outcome as the rules read it: an ``Outcome`` (fuzz/outcome.py, which derives its
+# signature here, so this module does not import it) or its stored JSON dict.
+OutcomeLike = Any
 
 _DTYPE = (r"(?:bfloat16|float(?:8|16|32|64)|u?int(?:1|4|8|16|32|64)|bool|e[45]m[23]\w*)"
           r"(?:x\d+)?")
@@ -236,7 +237,7 @@ def _reduce_op_reprs(line: str) -> str:
     return line
 
 
-def outcome_fields(outcome: Outcome | dict) -> dict:
+def outcome_fields(outcome: OutcomeLike) -> dict:
     """An outcome's fields by name, as the rules read them: an ``Outcome`` (fuzz/outcome.py,
     what travels in-process) or its stored JSON (``Outcome.to_json()`` form: a corpus row, an
     outcome.json), which is read as it is. The one adapter at the rules' entry points
@@ -268,7 +269,7 @@ def _suffix(outcome: dict, site: str, prim: Optional[str] = None) -> str:
         + (f" [converter {converter}]" if converter else "")
 
 
-def signature(outcome: Outcome | dict) -> str:
+def signature(outcome: OutcomeLike) -> str:
     """The readable signature of a failing outcome (an ``Outcome`` or its stored JSON)."""
     outcome = outcome_fields(outcome)
     if outcome.get("verdict") == "pass":
@@ -389,7 +390,7 @@ def _collapse_types(msg: str) -> str:
 _DTYPE_WORD = re.compile(r"\b(?:b?float|u?int)\d+\b|\bbool\b")
 
 
-def bug_key(outcome: Outcome | dict) -> str:
+def bug_key(outcome: OutcomeLike) -> str:
     """The root-cause key of a failing outcome (an ``Outcome`` or its stored JSON): what a
     signature says minus what varies between findings of one bug (the throw site's line, the
     values and names after a C++ check's condition, the op CodeGenVM refuses). Every outcome
