@@ -1,12 +1,15 @@
 """Generator quality figures: validity, numeric agreement, breadth.
 
     python bench/validity.py [--count 1000] [--seed 0] [--mode valid] [--breadth 2000]
+                             [--construct call_tir]
 
 Runs each generated program through the sandbox (llvm, default pipeline, no extra variant)
 and prints: how many pass well_formed and compile, how many run and agree with numpy, the
 failures grouped by signature (so each can be judged a TVM bug or a generator defect), how
 many distinct ops appear in --count programs, and which catalogued ops never appear in
---breadth programs.
+--breadth programs. ``--construct OP`` keeps only programs holding a node of that op (a
+structural one: ``call_tir``, ``if``, ``dps_copy``, ...): seeds from --seed on are scanned
+until --count such programs are found.
 """
 import argparse
 import collections
@@ -32,6 +35,8 @@ def main():
     ap.add_argument("--mode", default="valid")
     ap.add_argument("--breadth", type=int, default=2000)
     ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--construct", default="",
+                    help="only programs with a node of this op (call_tir, if, dps_copy, ...)")
     a = ap.parse_args()
 
     runner = SandboxRunner(timeout=120)
@@ -41,6 +46,14 @@ def main():
     sigs: dict = collections.defaultdict(list)
     ops_seen: collections.Counter = collections.Counter()
     seeds = list(range(a.seed, a.seed + a.count))
+    if a.construct:
+        seeds, s = [], a.seed
+        while len(seeds) < a.count:
+            if any(n.op == a.construct for f in generate(s, a.mode).functions
+                   for n in f.nodes()):
+                seeds.append(s)
+            s += 1
+        print(f"{a.count} programs with {a.construct} among seeds {a.seed}..{s - 1}")
     for i in range(0, len(seeds), a.batch):
         progs = [generate(s, a.mode) for s in seeds[i:i + a.batch]]
         for p in progs:
@@ -57,7 +70,8 @@ def main():
     runner.close()
     n = a.count
     built = sum(kinds[k] for k in BUILT)
-    print(f"{n} {a.mode} programs in {time.time() - t0:.0f}s")
+    print(f"{n} {a.mode} programs{' with ' + a.construct if a.construct else ''} in "
+          f"{time.time() - t0:.0f}s")
     print(f"well_formed and compile for llvm: {built}/{n} = {100 * built / n:.1f}%")
     agree = kinds["pass"] + kinds["roundtrip"]
     print(f"run and agree with numpy: {agree}/{n} = {100 * agree / n:.1f}% "
