@@ -8,10 +8,10 @@ import sys
 import numpy as np
 import pytest
 
-from fuzz.calltir import dps_ok, gen_call_tir, prim_of, split_params
-from fuzz.choice import RandomChooser
-from fuzz.generate import GenContext, generate
-from fuzz.model import Block, Function, Program, TensorTy
+from fuzz.calltir import alone as _alone
+from fuzz.calltir import dps_ok, prim_of, split_params
+from fuzz.generate import generate
+from fuzz.model import Program, TensorTy
 from fuzz.retype import retype
 from fuzz.tir import reference as TR
 from fuzz.tir.model import BufDecl, For, Store, TirProgram, binop, load, var
@@ -26,16 +26,6 @@ def _calls(p):
 @pytest.fixture(scope="module")
 def ct_programs():
     return [p for p in (generate(s) for s in SEEDS) if _calls(p)]
-
-
-def _alone(seed):
-    """A program of one call_tir (and what makes its arguments) whose result it returns."""
-    ctx = GenContext(RandomChooser(seed), "valid", allow_sym=False)
-    if not gen_call_tir(ctx):
-        return None
-    node = [n for n in ctx.nodes if n.op == "call_tir"][-1]
-    f = Function("main", ctx.params, [Block(True, ctx.nodes)], node.name)
-    return Program([f], "main", {"generator": 0, "mode": "valid", "seed": seed})
 
 
 def test_generation_sometimes_calls_a_generated_primfunc(ct_programs):
