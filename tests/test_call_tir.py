@@ -61,16 +61,22 @@ def test_only_a_primfunc_that_writes_its_outputs_before_reading_them_is_called()
         TR.run(_tir(True), TR.make_inputs(_tir(True)), frozenset({"b"}))
 
 
-def test_call_tir_cases_round_trip_as_json_and_materialize_alike(ct_programs):
+def test_call_tir_cases_round_trip_as_json_and_build_alike(ct_programs):
     import tvm
 
-    from fuzz.materialize import materialize
+    from fuzz.materialize import builder_source, materialize
 
     for p in ct_programs[:6]:
         q = Program.loads(p.dumps())
         assert q.dumps() == p.dumps()
         assert isinstance(q.main.node(_calls(p)[0].name).attrs["prim"], dict)
-        tvm.ir.assert_structural_equal(materialize(p), materialize(q))
+        mod = materialize(q)
+        tvm.ir.assert_structural_equal(materialize(p), mod)
+        assert "R.call_tir(cls.tir_" in mod.script()
+        # the construction as Python (a repro.py for a finding met while constructing)
+        ns: dict = {}
+        exec(compile(builder_source(q), "builder", "exec"), ns)
+        tvm.ir.assert_structural_equal(ns["build_module"](), mod, map_free_vars=True)
 
 
 def test_a_program_calling_a_generated_primfunc_builds_runs_and_matches_numpy(monkeypatch):
