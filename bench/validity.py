@@ -1,12 +1,17 @@
 """Generator quality figures: validity, numeric agreement, breadth.
 
     python bench/validity.py [--count 1000] [--seed 0] [--mode valid] [--breadth 2000]
+                             [--construct call_tir [--alone]]
 
 Runs each generated program through the sandbox (llvm, default pipeline, no extra variant)
 and prints: how many pass well_formed and compile, how many run and agree with numpy, the
 failures grouped by signature (so each can be judged a TVM bug or a generator defect), how
 many distinct ops appear in --count programs, and which catalogued ops never appear in
---breadth programs.
+--breadth programs. ``--construct OP`` keeps only programs holding a node of that op (a
+structural one: ``call_tir``, ``if``, ``dps_copy``, ...): seeds from --seed on are scanned
+until --count such programs are found. ``--construct call_tir --alone``: programs of one
+``R.call_tir`` to a generated PrimFunc (and the nodes making its arguments) returning its
+result, one per seed (``fuzz.calltir.alone``), so the construct's own validity shows.
 """
 import argparse
 import collections
@@ -19,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fuzz.catalogue import CATALOGUE  # noqa: E402
 from fuzz.catalogue.known_bugs import explain  # noqa: E402
 from fuzz.generate import generate  # noqa: E402
+from fuzz.triage import known_reason  # noqa: E402
 from worker.sandbox_runner import SandboxRunner  # noqa: E402
 
 # Outcomes that got past well_formed and build (the round trip is checked after the run).
@@ -32,6 +38,10 @@ def main():
     ap.add_argument("--mode", default="valid")
     ap.add_argument("--breadth", type=int, default=2000)
     ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--construct", default="",
+                    help="only programs with a node of this op (call_tir, if, dps_copy, ...)")
+    ap.add_argument("--alone", action="store_true",
+                    help="with --construct call_tir: programs of one call_tir alone")
     a = ap.parse_args()
 
     runner = SandboxRunner(timeout=120)
@@ -41,8 +51,27 @@ def main():
     sigs: dict = collections.defaultdict(list)
     ops_seen: collections.Counter = collections.Counter()
     seeds = list(range(a.seed, a.seed + a.count))
+    make = generate
+    if a.alone:
+        from fuzz.calltir import alone
+
+        def make(s, mode):   # noqa: F811 - seeds without a callable PrimFunc count as such
+            return alone(s)
+        seeds, s = [], a.seed
+        while len(seeds) < a.count:
+            seeds += [s] if alone(s) is not None else []
+            s += 1
+        print(f"{a.count} programs of one call_tir among seeds {a.seed}..{s - 1}")
+    elif a.construct:
+        seeds, s = [], a.seed
+        while len(seeds) < a.count:
+            if any(n.op == a.construct for f in generate(s, a.mode).functions
+                   for n in f.nodes()):
+                seeds.append(s)
+            s += 1
+        print(f"{a.count} programs with {a.construct} among seeds {a.seed}..{s - 1}")
     for i in range(0, len(seeds), a.batch):
-        progs = [generate(s, a.mode) for s in seeds[i:i + a.batch]]
+        progs = [make(s, a.mode) for s in seeds[i:i + a.batch]]
         for p in progs:
             p.meta["variants"] = None
             ops_seen.update(set(p.ops()))
@@ -50,14 +79,15 @@ def main():
             k = "pass" if o.verdict == "pass" else o.kind or o.verdict
             kinds[k] += 1
             if k != "pass":
-                bug = explain(p, o)
+                bug = explain(p, o) or known_reason(p, o)
                 known[k] += bool(bug)
                 sigs[(o.verdict, "known TVM bug" if bug else "UNEXPLAINED",
                       o.signature)].append(p.meta["seed"])
     runner.close()
     n = a.count
     built = sum(kinds[k] for k in BUILT)
-    print(f"{n} {a.mode} programs in {time.time() - t0:.0f}s")
+    print(f"{n} {a.mode} programs{' with ' + a.construct if a.construct else ''} in "
+          f"{time.time() - t0:.0f}s")
     print(f"well_formed and compile for llvm: {built}/{n} = {100 * built / n:.1f}%")
     agree = kinds["pass"] + kinds["roundtrip"]
     print(f"run and agree with numpy: {agree}/{n} = {100 * agree / n:.1f}% "
@@ -65,7 +95,8 @@ def main():
     print("outcomes:", dict(kinds))
     build_known = sum(v for k, v in known.items() if k not in BUILT)
     built_or_known = built + build_known
-    print(f"well_formed and compile, apart from known TVM bugs (fuzz/catalogue/known_bugs.py): "
+    print(f"well_formed and compile, apart from known TVM bugs (fuzz/catalogue/known_bugs.py, "
+          f"fuzz.triage.known_reason): "
           f"{built_or_known}/{n} = {100 * built_or_known / n:.1f}%")
     agree_or_known = agree + known["numeric"]
     print(f"agree with numpy, apart from known TVM bugs: {agree_or_known}/{built} = "

@@ -280,6 +280,9 @@ def _op_table(ops: Optional[tuple]):
 
 
 CONTROL_SHARE = 0.25  # of programs with control flow (R.If, loops), fuzz.control
+# A control step draws r in 0..99: R.If below 50, a loop below 75, a data-dependent shape or
+# call_dps_packed below CALL_TIR_FROM, else R.call_tir to a generated PrimFunc (fuzz.calltir)
+CALL_TIR_FROM = 92
 
 
 def gen_function(ch: Chooser, name: str, n_ops: int, mode: str,
@@ -303,12 +306,14 @@ def gen_function(ch: Chooser, name: str, n_ops: int, mode: str,
             continue
         if control is not None and ch.boolean(0.25):
             from . import control as C
+            from .calltir import gen_call_tir
             from .dynshape import gen_dyn
 
             r = ch.integer(0, 99)
             if (C.gen_if(ctx, specs, cum, control, 1, name) if r < 50
                     else C.gen_loop(ctx, specs, cum, control, name) if r < 75
-                    else gen_dyn(ctx)):
+                    else gen_dyn(ctx) if r < CALL_TIR_FROM
+                    else gen_call_tir(ctx)):
                 made += 1
             continue
         spec = ch.weighted_cum(specs, cum) if guide is None else \

@@ -24,6 +24,18 @@ class MaterializeError(Exception):
     """The program model could not be turned into an IRModule (a generator defect)."""
 
 
+class PrimFuncRefused(Exception):
+    """TVM's parser refused the PrimFunc a ``call_tir`` node holds (``fuzz.tir.render``'s
+    text): as for a TIR case, a known TVM defect (``fuzz.tir.build.known_bug``) makes it a
+    finding, anything else the generator's mistake (``worker.execute``)."""
+
+    def __init__(self, node, error: BaseException):
+        from .tir.build import first_line
+
+        super().__init__(first_line(error))
+        self.node, self.error = node, error
+
+
 class InferenceMismatch(Exception):
     """TVM inferred a type for an op's result that its numpy semantics (the catalogue's shape
     rule) do not give. In a valid program that is TVM's bug (bug class 2), caught where the
@@ -227,6 +239,37 @@ def _emit_if(bb, node, env, scope, gvars, check_types, program):
 DPS_COPY = "runtime.TVMTensorCopyFromTo"   # registered by the TVM runtime: (from, to)
 
 
+def prim_func_text(node) -> str:
+    """TVMScript of a call_tir node's PrimFunc (``fuzz.tir.render``, which validates every
+    name, dtype and number of the case before the parser evaluates the text)."""
+    from .calltir import prim_of
+    from .tir.render import to_tvmscript
+
+    return to_tvmscript(prim_of(node), axis_separators_ok=compat.has_axis_separators())
+
+
+def _out_sinfo(ty: Ty, scope: _Scope):
+    """call_tir's output type: one tensor's, or the list of a tuple's fields'."""
+    if isinstance(ty, TupleTy):
+        return [scope.sinfo(f) for f in ty.fields]
+    return scope.sinfo(ty)
+
+
+def _call_tir(bb, node, env, scope):
+    """``R.call_tir(tir_<node>, (args...), out_sinfo)``, the PrimFunc added to the module."""
+    _, relax, _ = _tvm()
+    from .calltir import func_name
+
+    text = prim_func_text(node)
+    try:
+        func = from_script(text)
+    except Exception as e:  # noqa: BLE001 - the parser's refusal, judged by the caller
+        raise PrimFuncRefused(node, e) from e
+    gv = bb.add_func(func, func_name(node))
+    return compat.call_tir(gv, relax.Tuple([env[a] for a in node.args]),
+                           _out_sinfo(node.ty, scope))
+
+
 # Called with each node's op before it is built (or None): the sandbox leaves it as a
 # breadcrumb, so a segfault while the module is constructed names the op that caused it.
 on_node: Optional[Callable[[str], None]] = None
@@ -248,6 +291,8 @@ def _emit_block(bb, block, env, scope, gvars, used_later, check_types=False,
             elif node.op == "dps_copy":
                 expr = relax.call_dps_packed(DPS_COPY, [env[node.args[0]]],
                                              scope.sinfo(node.ty))
+            elif node.op == "call_tir":
+                expr = _call_tir(bb, node, env, scope)
             elif node.op == "shape_tensor":
                 shape = bb.emit(relax.op.shape_of(env[node.args[0]]), name_hint=node.name + "_s")
                 expr = relax.op.shape_to_tensor(shape)
@@ -656,6 +701,16 @@ def _nodes_source(nodes, ind: str, body: list, syms: set, tensor: str, tup: str,
         elif n.op == "dps_copy":
             expr = (f"relax.call_dps_packed({DPS_COPY!r}, [{n.args[0]}], "
                     f"{_ty_source(n.ty, syms, tensor, tup)})")
+        elif n.op == "call_tir":
+            from .calltir import func_name
+
+            body.append(f"{ind}{n.name}_f = bb.add_func(tvm.script.from_source("
+                        f"{prim_func_text(n)!r}), {func_name(n)!r})")
+            tys = n.ty.fields if isinstance(n.ty, TupleTy) else [n.ty]
+            out = ", ".join(_ty_source(t, syms, tensor, tup) for t in tys)
+            out = f"[{out}]" if isinstance(n.ty, TupleTy) else out
+            expr = (f"relax.op.call_tir({n.name}_f, relax.Tuple([{', '.join(n.args)}]), "
+                    f"{compat.call_tir_out_kw()}={out})")
         elif n.op == "shape_tensor":
             body.append(f"{ind}{n.name}_s = bb.emit(relax.op.shape_of({n.args[0]}), "
                         f"name_hint={n.name + '_s'!r})")

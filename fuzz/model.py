@@ -35,6 +35,10 @@ STRUCTURAL_OPS = {
                      # R.reshape(x, R.match_cast(R.tensor_to_shape(t), R.Shape(dims)))
     "dps_copy",      # args: x; R.call_dps_packed("runtime.TVMTensorCopyFromTo", (x,), x's
                      # type): a function the TVM runtime registers, destination-passing
+    "call_tir",      # args: the PrimFunc's inputs; attrs: prim (a TIR case's JSON,
+                     # fuzz.tir.model, its outputs its last parameters): R.call_tir to it,
+                     # named tir_<node> in the module; ty: its output, or a tuple of them
+                     # (fuzz.calltir)
 }
 
 # Function kinds: an ordinary function of the module, or the body of an R.If branch (never a

@@ -44,6 +44,10 @@ def _eval(program, n, xs, env, depth=0):
                             depth + 1)
     if n.op == "dps_copy":
         return np.array(xs[0], copy=True)
+    if n.op == "call_tir":   # the PrimFunc's own reference (fuzz.tir.reference)
+        from .calltir import run as run_call_tir
+
+        return run_call_tir(n, xs)
     if n.op == "shape_tensor":
         return np.array(np.asarray(xs[0]).shape, dtype=np.int64)
     if n.op == "reshape_dyn":
@@ -112,9 +116,21 @@ def tolerance(program: Program, dtype: str, cone: Optional[set] = None) -> tuple
     nodes = [n for f in program.functions for n in f.nodes()
              if cone is None or f.name != program.entry or n.name in cone]
     dtypes = {dtype} | {t.dtype for n in nodes for t in _tensor_tys(n.ty) if is_float(t.dtype)}
+    # A PrimFunc's float outputs are as exact as the least precise float math they went
+    # through (fuzz.tir.reference.precision)
+    from .calltir import precision as tir_precision
+
+    dtypes |= {d for n in nodes if n.op == "call_tir" for d in tir_precision(n)}
     rtol = max(DEFAULT_TOL[d][0] for d in dtypes)
     atol = max(DEFAULT_TOL[d][1] for d in dtypes)
     for n in nodes:
+        if n.op == "call_tir":   # and the TIR judge's tolerance for them
+            from .tir.reference import TOL as TIR_TOL
+
+            for d in tir_precision(n) | {t.dtype for t in _tensor_tys(n.ty)}:
+                t = TIR_TOL.get(d)
+                if t:
+                    rtol, atol = max(rtol, t[0]), max(atol, t[1])
         spec = CATALOGUE.get(n.op)
         for d in dtypes if spec else ():
             t = spec.tol.get(d)

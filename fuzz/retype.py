@@ -212,6 +212,17 @@ def _infer(prog: Program, n, ins: list, ret_tys: dict, declared: dict | None = N
         if len(ins) != 1 or not isinstance(ins[0], TensorTy) or not ins[0].known():
             raise IllFormed(f"{n.name}: call_dps_packed needs a tensor of known type")
         return ins[0]
+    if op == "call_tir":   # the arguments must be what the PrimFunc's inputs declare
+        from fuzz.calltir import out_type, prim_of, split_params
+
+        try:
+            inputs = split_params(prim_of(n))[0]
+        except (KeyError, TypeError, ValueError) as e:
+            raise IllFormed(f"{n.name}: no PrimFunc: {e}")
+        if len(ins) != len(inputs) or not all(
+                _same(t, TensorTy(list(p.shape), p.dtype)) for t, p in zip(ins, inputs)):
+            raise IllFormed(f"{n.name}: arguments do not match its PrimFunc's parameters")
+        return out_type(prim_of(n))
     if op == "shape_tensor":
         if len(ins) != 1 or not isinstance(ins[0], TensorTy) or ins[0].shape is None:
             raise IllFormed(f"{n.name}: shape_of needs a tensor of known rank")

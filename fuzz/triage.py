@@ -195,6 +195,9 @@ def _op_reason(prog, outcome: dict) -> Optional[str]:
         why = known_bug(prog, None) if kind == "numeric" else \
             known_bug(prog, outcome.get("message", "") or "") if outcome.get("message") else None
         return f"fuzz/tir/build.known_bug: {why}" if why else None
+    why = _call_tir_reason(prog, outcome)
+    if why:
+        return why
     from fuzz.catalogue.known_bugs import explain
 
     try:
@@ -202,6 +205,32 @@ def _op_reason(prog, outcome: dict) -> Optional[str]:
     except Exception:  # noqa: BLE001 - a malformed case is simply not explained
         bug = None
     return f"fuzz/catalogue/known_bugs.py ({', '.join(bug.ops)}): {bug.note}" if bug else None
+
+
+def _call_tir_reason(prog, outcome: dict) -> Optional[str]:
+    """A known defect of TIR construct in a PrimFunc a Relax program calls (``call_tir``):
+    a failure whose message it explains, or a wrong result the numeric key puts on a
+    ``call_tir``."""
+    from fuzz.tir.build import known_bug
+
+    try:
+        nodes = [n for f in prog.functions for n in f.nodes() if n.op == "call_tir"]
+        if not nodes:
+            return None
+        from fuzz.calltir import prim_of
+
+        numeric = outcome.get("kind") == "numeric"
+        if numeric and "call_tir:" not in (outcome.get("signature") or ""):
+            return None
+        msg = outcome.get("message") or ""
+        for n in nodes:
+            why = known_bug(prim_of(n), None) if numeric else \
+                known_bug(prim_of(n), msg) if msg else None
+            if why:
+                return f"fuzz/tir/build.known_bug ({n.name}'s PrimFunc): {why}"
+    except Exception:  # noqa: BLE001 - a malformed case is simply not explained
+        return None
+    return None
 
 
 def known_reason(prog, outcome: Outcome | dict) -> Optional[str]:

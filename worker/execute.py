@@ -18,8 +18,8 @@ import numpy as np
 from fuzz import compat
 from fuzz import reference
 from fuzz.inputs import make_inputs
-from fuzz.materialize import (InferenceMismatch, MaterializeError, from_script, materialize,
-                              to_script)
+from fuzz.materialize import (InferenceMismatch, MaterializeError, PrimFuncRefused,
+                              from_script, materialize, to_script)
 from fuzz.model import Program
 from fuzz.outcome import Outcome  # noqa: F401 - the judges' result, re-exported
 
@@ -169,6 +169,19 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
         return finish(_fail("materialize", e, kind="shape_inference",
                             extra={"op": e.op, "node": e.node, "func": e.func}),
                       t0, variants[0], [])
+    except PrimFuncRefused as e:
+        # A call_tir's PrimFunc the parser refuses: a finding where a known TVM defect
+        # explains it (as the TIR judge does), named by the parser's line; else the
+        # generator's mistake.
+        from fuzz.calltir import prim_of
+        from fuzz.tir.build import known_bug
+
+        if known_bug(prim_of(e.node), str(e)):
+            o = _fail("materialize", e.error, extra={"node": e.node.name})
+            o.message = str(e)
+            return finish(o, t0, variants[0], [])
+        return finish(_fail("materialize", e.error, "generator", "invalid"), t0, variants[0],
+                      [])
     except (MaterializeError, ValueError, TypeError, tvm.error.DiagnosticError) as e:
         # TVM rejected the program while it was being built: the generator's mistake.
         return finish(_fail("materialize", e, "generator", "invalid"), t0, variants[0], [])

@@ -905,3 +905,18 @@ def generate_tir(seed: int, mode: str = "valid", features: Optional[dict] = None
     if mode == "near_valid":
         prog = _mutate(prog, ch, features)
     return prog
+
+
+def generate_tir_bounds(seed: int) -> tuple[TirProgram, dict]:
+    """``generate_tir(seed)`` (valid, no features) and, per output, what the generator knows
+    of the values it may hold: ``{name: (lo, hi, exact)}`` (``exact``: computed without
+    rounding from inputs that are multiples of 2**-QUANT). A Relax program calling the
+    PrimFunc (``fuzz.calltir``) types its results' ranges with them."""
+    ch = RandomChooser(seed * 1_000_003 + 7919 * TIR_GENERATOR_VERSION)
+    gen = TirGen(ch, "valid", {})
+    prog = gen.program(seed)
+    bounds = {}
+    for name in prog.meta["outputs"]:
+        iv = gen.iv[name]
+        bounds[name] = (iv.lo, iv.hi, iv.q is not None)
+    return prog, bounds

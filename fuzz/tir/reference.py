@@ -95,7 +95,8 @@ _BIN = {
 
 
 class _Interp:
-    def __init__(self, prog: TirProgram, storage: dict[str, np.ndarray]):
+    def __init__(self, prog: TirProgram, storage: dict[str, np.ndarray],
+                 unset: frozenset = frozenset()):
         self.prog = prog
         self.bufs: dict[str, _Buf] = {}
         for p in prog.params:
@@ -106,7 +107,8 @@ class _Interp:
             if isinstance(p.elem_offset, int) and p.elem_offset != 0:
                 raise ReferenceError(f"{p.name}: elem_offset {p.elem_offset} but the caller "
                                      f"passes arrays at offset 0")
-            self.bufs[p.name] = _Buf(p.name, arr, None, list(p.shape), _compact(p.shape), 0)
+            init = np.zeros(arr.size, bool) if p.name in unset else None
+            self.bufs[p.name] = _Buf(p.name, arr, init, list(p.shape), _compact(p.shape), 0)
 
     # --- expressions compile to closures over the environment -----------------------------
     def cexpr(self, e):
@@ -246,9 +248,13 @@ class _Interp:
         return block
 
 
-def run(prog: TirProgram, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def run(prog: TirProgram, inputs: dict[str, np.ndarray],
+        unset: frozenset = frozenset()) -> dict[str, np.ndarray]:
     """Every param's final contents after running ``prog`` on ``inputs`` (TIR writes in
-    place, so outputs are params too). ``inputs`` are compact arrays; they are not changed."""
+    place, so outputs are params too). ``inputs`` are compact arrays; they are not changed.
+    ``unset``: params whose contents are undefined when the function starts (a
+    destination-passing caller's fresh outputs): reading an element before it is written,
+    or leaving one unwritten, is a ``ReferenceError``."""
     storage = {}
     for p in prog.params:
         if p.name not in inputs:
@@ -257,11 +263,15 @@ def run(prog: TirProgram, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray
         if list(a.shape) != list(p.shape):
             raise ReferenceError(f"{p.name}: input shape {a.shape} != {p.shape}")
         storage[p.name] = np.array(a, dtype=_np(p.dtype), copy=True).reshape(-1)
-    interp = _Interp(prog, storage)
+    interp = _Interp(prog, storage, frozenset(unset))
     try:
         f = interp.cstmts(prog.body)
         with np.errstate(all="ignore"):
             f({})
+        for name in unset:
+            init = interp.bufs[name].init
+            if not init.all():
+                raise ReferenceError(f"{name}: element {int(np.argmin(init))} is never written")
     except ReferenceError:
         raise
     except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError,

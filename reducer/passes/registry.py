@@ -22,6 +22,7 @@ MODEL = (                                   # Relax cases (fuzz.model); size: mo
     "drop_schedule_steps.DropScheduleSteps",  # fewer steps of a pinned schedule
     "shorten_passes.ShortenPasses",         # fewer passes in a recorded pass sequence
     "if_to_branch.IfToBranch",              # an R.If becomes the bindings of one branch
+    "call_tir_to_const.CallTirToConst",     # an R.call_tir becomes a constant of its type
     "remove_functions.RemoveFunctions",     # callees go; their calls become parameters
     "shrink_outputs.ShrinkOutputs",         # fewer fields in a returned tuple
     "remove_dead.RemoveDead",               # nodes the result does not depend on

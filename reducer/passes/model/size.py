@@ -86,6 +86,8 @@ def _attr_cost(v) -> int:
 
 MEASURES = {                              # in size-key order: earlier ones weigh more
     "nodes": _nodes,                      # value bindings, all functions
+    "call_tir": lambda prog: sum(n.op == "call_tir" for f in prog.functions
+                                 for n in f.nodes()),   # calls of generated PrimFuncs
     "functions": lambda prog: len(prog.functions),
     "outputs": _outputs,                  # fields of returned tuples (+1 per tuple)
     "variants": _variants,                # compile variants and their pass lists
