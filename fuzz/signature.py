@@ -313,7 +313,8 @@ def _native_frame(outcome: dict, root: bool = False) -> str:
 _ROOT_KIND = {"verifier_build": "crash"}
 _MEMORY_SIGNALS = {"SIGSEGV", "SIGABRT", "SIGBUS"}
 # A round trip's message ends with the access path of what differs or is undefined.
-_ROUNDTRIP_FIELD = re.compile(r"(?:round trip changes the PrimFunc|undefined variable \$) at "
+_ROUNDTRIP_FIELD = re.compile(r"(?:round trip changes the (?:PrimFunc|module)|"
+                              r"undefined variable \$) at "
                               r"\.\.\.(\w+)\.?$")
 _IR_PLACE = re.compile(r"\. It was first defined at .*$|\.?\s+While this variable was "
                        r"previously defined at .*$| at \.\.\.[\w\[\]\.]*")

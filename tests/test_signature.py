@@ -111,6 +111,18 @@ def test_access_paths_collapse_to_their_last_field():
     assert _same(*loops, stage="schedule", site="")
 
 
+def test_a_printer_bug_is_one_bug_in_a_primfunc_alone_and_in_a_module_calling_it():
+    # A Relax program's call_tir brings the TIR generator's PrimFuncs into the module: the
+    # printer's elem_offset bug shows through the module's round trip too
+    tir = _o("print/parse round trip changes the PrimFunc at params[0].ty.elem_offset",
+             kind="roundtrip", stage="roundtrip", site="", error_type="ValueError")
+    relax = dict(tir, message="print/parse round trip changes the module at "
+                              "params[1].ty.elem_offset")
+    assert bug_key(tir) == bug_key(relax)
+    assert bug_key(relax) != bug_key(dict(relax, message="print/parse round trip changes the "
+                                                         "module at body.blocks[0].bindings"))
+
+
 def test_symbolic_vars_and_target_details_give_one_signature():
     assert _same(VEC.format("n", "skylake"), VEC.format("seq_len", "znver3"),
                  VEC.format("m", "skylake"), site="src/tirx/transform/vectorize_loop.cc:1323")
