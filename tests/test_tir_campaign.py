@@ -255,6 +255,13 @@ def test_call_tir_needs_outputs_that_do_not_read_their_old_contents():
     plain = M.TirProgram("main", [a, b], [M.For("i", 4, "serial", [M.Store(
         "B", [i], M.load("A", [i]))])], {"seed": 0, "mode": "valid", "outputs": ["B"]})
     assert call_tir_outputs(plain, TR.make_inputs(plain, 0)) == ["B"]
+    # reads B's old contents and then overwrites them: every final result is the same, yet
+    # garbage in fresh memory may be a zero divisor (the Relax call_tir generator met a
+    # SIGFPE that way)
+    overwrite = M.TirProgram("main", [a, b], [M.For("i", 4, "serial", [
+        M.Store("B", [i], M.binop("/", M.load("A", [i]), M.load("B", [i]))),
+        M.Store("B", [i], M.load("A", [i]))])], {"seed": 0, "mode": "valid", "outputs": ["B"]})
+    assert call_tir_outputs(overwrite, TR.make_inputs(overwrite, 0)) is None
 
 
 def test_replays_stop_when_the_campaign_time_is_up():
