@@ -314,8 +314,12 @@ def _repro_text(o: Outcome, meta: dict, module_json: bool, builder: bool = False
         text = (f"`repro.py` (attached) {source}, builds it as listed above, runs it on "
                 "deterministic inputs (embedded) and reports the failure.")
     if meta.get("mode") == "near-valid":
-        text += (" The module is ill-formed on purpose (a verifier/build disagreement), so it "
-                 "is parsed with `tvm.script.from_source(text, check_well_formed=False)`.")
+        # Whether well_formed accepts it is said above; this is only how repro.py reads it.
+        how = ("TVMScript's parser refuses such text, so repro.py loads TVM's JSON of it"
+               if module_json else
+               "so it is parsed with `tvm.script.from_source(text, check_well_formed=False)`")
+        text += (" The module was changed on purpose from a valid one (a near-valid mutant: "
+                 f"{', '.join(dict.fromkeys(meta.get('mutations') or [])) or 'its types'}); {how}.")
     return text
 
 

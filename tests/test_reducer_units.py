@@ -237,3 +237,17 @@ def test_a_slice_promised_in_bounds_keeps_its_extent():
         spec.infer([TensorTy([4, 1], "float32")], attrs)
     assert spec.infer([TensorTy([4, 1], "float32")], dict(attrs, assume_inbound=False)).shape \
         == [0, 1]
+
+
+def test_a_near_valid_reports_repro_text_says_how_repro_reads_it_not_that_it_is_ill_formed():
+    """Campaign 140000's alloc_tensor segfault: well_formed accepted the mutant, yet the report
+    also called it "ill-formed on purpose"; and its repro.py loads JSON, not parsed text."""
+    from reducer.report import _repro_text
+
+    o = Outcome("fail", "signal", "run", "SIGSEGV", "killed by SIGSEGV in run")
+    meta = {"mode": "near-valid", "mutations": ["wrong_annotation", "wrong_annotation"]}
+    text = _repro_text(o, meta, module_json=True)
+    assert "ill-formed" not in text
+    assert "(a near-valid mutant: wrong_annotation)" in text and "loads TVM's JSON" in text
+    assert "check_well_formed=False" in _repro_text(o, meta, module_json=False)
+    assert "near-valid" not in _repro_text(o, {"mode": "valid"}, module_json=False)
