@@ -7,8 +7,10 @@ long headless Chromium takes to open it.
 Generates a campaign directory of that size in the campaign's own formats: stats.jsonl (one
 line per batch of 8 cases, as worker.campaign.Recorder writes it, with the keys of
 Stats.snapshot()), batches.jsonl (distributed mode: one line per batch, spread over
---workers pool processes), report.json (op x dtype cells for every catalogue op, pass x op
-cells for every Relax pass the variants draw, --bugs bugs with their buckets) and reduced/
+--workers pool processes), coverage.json (fuzz.coverage.Coverage's own JSON: op x dtype x
+shape cells for every catalogue op, pass x op cells for every Relax pass the variants draw,
+primitive x block cells, each with findings), report.json (--bugs bugs with their buckets) and
+reduced/
 directories for a tenth of the buckets. Then writes the page (tvmfuzz.html_report.write_html)
 and opens it in Debian's chromium through Selenium and chromium-driver: "open" is the time to
 Bokeh's "document idle" (every plot and table rendered, read from BokehJS's own console line),
@@ -27,6 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fuzz.catalogue import CATALOGUE  # noqa: E402
+from fuzz.coverage import COVERAGE_FILE, SHAPE_KINDS, Coverage  # noqa: E402
 from tvmfuzz.html_report import REPORT_NAME, write_html  # noqa: E402
 from worker.campaign import BATCH, Stats  # noqa: E402
 from worker.variants import RELAX_PASSES  # noqa: E402
@@ -38,7 +41,7 @@ PRIMITIVES = ("split", "fuse", "reorder", "parallel", "vectorize", "unroll", "bi
               "transform_block_layout", "reindex", "pad_einsum", "loop_partition",
               "add_unit_loop", "reorder_block_iter_var", "fuse_reduction_epilogue")
 DTYPES = ("float32", "float16", "bfloat16", "float64", "int8", "int16", "int32", "int64",
-          "uint8", "bool", "tuple")
+          "uint8", "bool", "none")
 KINDS = ("crash", "signal", "roundtrip", "verifier_build", "wrong_result", "shape_inference",
          "timeout", "oom")
 STAGES = ("build", "run", "roundtrip", "schedule", "import", "well_formed", "passes")
@@ -56,6 +59,35 @@ def generate(out: Path, hours: float, rate: float, workers: int, n_bugs: int) ->
     # bugs found ever more rarely: the saturation curve of a real campaign
     found_at = sorted(rng.paretovariate(0.6) for _ in range(n_bugs))
     found_at = [min(1.0, (x - 1) / 50) for x in found_at]
+    ops = sorted(CATALOGUE)
+    cov = Coverage()
+    crng = random.Random(1)
+
+    def cell(kind, key, most, most_findings):
+        cov.counts[kind][key] = crng.randint(1, most)
+        found = min(cov.counts[kind][key], crng.randint(0, most_findings))
+        if found:
+            cov.findings[kind][key] = found
+
+    for op in ops:
+        for dt in crng.sample(DTYPES, crng.randint(2, 8)):
+            for shape in crng.sample(SHAPE_KINDS, crng.randint(1, 3)):
+                cell("op_dtype_shape", f"{op}|{dt}|{shape}", 5000, 20)
+    passes = [f"pipeline:{p}" for p in ("default", "target", "zero", "scheduled", "dlight")]
+    passes += sorted(RELAX_PASSES)
+    for p in passes:
+        for op in crng.sample(ops, len(ops) // 2):
+            cell("pass_op", f"{p}|{op}", 3000, 10)
+    blocks = ["SS", "SSR+init", "SR+init", "SSSR+init+where", "derived", "legalized:T_add",
+              "legalized:compute", "legalized:matmul"]
+    for p in PRIMITIVES:
+        for b in crng.sample(blocks, crng.randint(2, len(blocks))):
+            cell("prim_block", f"{p}|{b}", 2000, 10)
+    for a in crng.sample(ops, len(ops) // 2):
+        for b in crng.sample(ops, 10):
+            cov.counts["edge"][f"{a}->{b}"] = crng.randint(1, 2000)
+    (out / COVERAGE_FILE).write_text(json.dumps(cov.to_json()))
+    totals = cov.totals()
     cases, at = 0, t0
     with (out / "stats.jsonl").open("w") as st, (out / "batches.jsonl").open("w") as ba:
         for i in range(lines):
@@ -80,8 +112,12 @@ def generate(out: Path, hours: float, rate: float, workers: int, n_bugs: int) ->
                     "validity": round(1 - verdicts["invalid"] / cases, 4),
                     "refused_mutants": verdicts["invalid"] // 2, "not_exportable": 0,
                     "op_coverage": f"{min(len(CATALOGUE), 40 + i)}/{len(CATALOGUE)}",
+                    "coverage": {k: int(n * frac) for k, n in totals.items()},
                     "cases_by_ir": {"relax": cases * 4 // 10, "tir": cases * 35 // 100,
                                     "onnx": cases // 4},
+                    "judged_per_s_by_ir": {"relax": 2.1, "tir": 3.4, "onnx": 1.7},
+                    "findings_by_ir_stage": {f"relax {k}": n for k, n in kinds.items()},
+                    "torch_refused": 0,
                     "schedule_primitives": {p: {"cases": c, "findings": f}
                                             for p, (c, f) in sorted(prims.items())},
                     "gpu_targets": {k: {"cases": cases // 20, "findings": 3}
@@ -94,13 +130,6 @@ def generate(out: Path, hours: float, rate: float, workers: int, n_bugs: int) ->
                                  "worker": names[i % workers], "attempts": 1,
                                  "seconds": round(rng.uniform(5, 20), 3),
                                  "at": round(at, 1)}) + "\n")
-    ops = sorted(CATALOGUE)
-    op_dtype = {f"{op}|{dt}": [rng.randint(1, 5000), rng.randint(0, 20)]
-                for op in ops for dt in rng.sample(DTYPES, rng.randint(2, 8))}
-    passes = [f"pipeline:{p}" for p in ("default", "target", "zero", "scheduled", "dlight")]
-    passes += sorted(RELAX_PASSES)
-    pass_op = {f"{p}|{op}": [rng.randint(1, 3000), rng.randint(0, 10)]
-               for p in passes for op in rng.sample(ops, len(ops) // 2)}
     bug_rows = []
     for b in range(n_bugs):
         first = t0 + found_at[b] * hours * 3600
@@ -125,10 +154,9 @@ def generate(out: Path, hours: float, rate: float, workers: int, n_bugs: int) ->
                          "reproduced": count * 3 - rng.randint(0, count), "replays": count * 3,
                          "buckets": buckets})
     (out / "report.json").write_text(json.dumps({
-        "at": time.time(), "tvm": "0.27.0.post1", "op_dtype": op_dtype, "pass_op": pass_op,
-        "bugs": bug_rows}))
+        "at": time.time(), "tvm": "0.27.0.post1", "bugs": bug_rows}))
     (out / "campaign.json").write_text(json.dumps({"watermark": cases, "cases": cases}))
-    return {"lines": lines, "cases": cases, "op_dtype": len(op_dtype), "pass_op": len(pass_op)}
+    return {"lines": lines, "cases": cases, **cov.totals()}
 
 
 def open_in_chromium(page: Path) -> dict:
@@ -186,7 +214,8 @@ def main():
     print(f"campaign: {a.hours:g} h at {a.cases_per_s:g} cases/s = {made['cases']} cases, "
           f"stats.jsonl {made['lines']} lines ({size:.1f} MB), batches.jsonl "
           f"{made['lines']} lines over {a.workers} workers, {a.bugs} bugs, "
-          f"{made['op_dtype']} op x dtype and {made['pass_op']} pass x op cells "
+          f"{made['op_dtype_shape']} op x dtype x shape, {made['pass_op']} pass x op and "
+          f"{made['prim_block']} primitive x block cells "
           f"(generated in {gen_s:.1f} s)")
     times = []
     for _ in range(3):

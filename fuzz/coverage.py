@@ -23,7 +23,11 @@ work in the sandbox child):
     sandbox traced them (``tvmfuzz run --py-coverage``, worker/pycoverage.py): the one kind
     the child computes, and off by default for its cost.
 
-``Coverage`` counts cells; ``Coverage.current`` (made by ``refresh()``) is an immutable snapshot that the generator
+``Coverage`` counts cells (how many cases covered each) and, for the kinds report.html draws
+(``FINDING_KINDS``: op x dtype x shape, pass x op, primitive x block), the findings (cases
+whose verdict is ``fail``) among those cases: ``OUT/coverage.json`` is the one record of a
+campaign's cells, which the guide, the summary and the page's heat maps all read.
+``Coverage.current`` (made by ``refresh()``) is an immutable snapshot that the generator
 (``fuzz.generate``, ``guide=``) uses to favour what is not yet covered, after HirGen's criteria:
 op choice weighted up for ops whose cells were met least and for edges from the previous op
 that were never met; dtype choice weighted up for the (op, dtype) pairs met least. A guided
@@ -39,6 +43,7 @@ from typing import Iterable, Optional, Sequence
 from .model import STRUCTURAL_OPS, TensorTy, TupleTy
 
 KINDS = ("op_dtype_shape", "edge", "pass_op", "prim_block", "tvm_python")
+FINDING_KINDS = ("op_dtype_shape", "pass_op", "prim_block")   # findings counted per cell
 TITLES = {"op_dtype_shape": "op x dtype x shape", "edge": "op->op edges",
           "pass_op": "pass x op", "prim_block": "primitive x block",
           "tvm_python": "TVM Python functions"}
@@ -190,19 +195,25 @@ def coverage_line(snap: dict) -> str:
 
 # --- counting and feedback -----------------------------------------------------------------
 class Coverage:
-    """Cell counts per kind (how many cases covered each cell). Updated from one thread; the
-    generator reads the ``current`` snapshot only."""
+    """Cell counts per kind (how many cases covered each cell) and, for FINDING_KINDS, the
+    findings among them (``findings``: only cells with at least one). Updated from one thread;
+    the generator reads the ``current`` snapshot only."""
 
     def __init__(self):
         self.counts = {k: collections.Counter() for k in KINDS}
+        self.findings = {k: collections.Counter() for k in FINDING_KINDS}
         self.current = Guide(self.counts["op_dtype_shape"], self.counts["edge"])
 
-    def add(self, cells: dict) -> None:
+    def add(self, cells: dict, failed: bool = False) -> None:
+        """One case's cells; ``failed``: the case is a finding (its verdict is fail)."""
         for k, cs in cells.items():
             self.counts.setdefault(k, collections.Counter()).update(cs)
+            if failed and k in self.findings:
+                self.findings[k].update(cs)
 
     def add_case(self, prog, outcome=None) -> None:
-        self.add(case_cells(prog, outcome))
+        failed = outcome is not None and getattr(outcome, "verdict", None) == "fail"
+        self.add(case_cells(prog, outcome), failed)
 
     def totals(self) -> dict:
         return {k: len(self.counts[k]) for k in KINDS}
@@ -214,8 +225,14 @@ class Coverage:
         return self.current
 
     def to_json(self) -> dict:
+        """``{"totals": {kind: cells}, "cells": {kind: {cell: cases}}, "findings": {kind:
+        {cell: findings}}}``; ``findings`` holds FINDING_KINDS' cells with a finding only (a
+        cell not there has none). A file without ``findings`` (written before it) loads as
+        none."""
         return {"totals": self.totals(),
-                "cells": {k: dict(sorted(self.counts[k].items())) for k in KINDS}}
+                "cells": {k: dict(sorted(self.counts[k].items())) for k in KINDS},
+                "findings": {k: dict(sorted((c, n) for c, n in self.findings[k].items() if n))
+                             for k in FINDING_KINDS}}
 
     @staticmethod
     def from_json(d: dict) -> "Coverage":
@@ -223,6 +240,9 @@ class Coverage:
         for k, cells in (d.get("cells") or {}).items():
             if k in c.counts:
                 c.counts[k].update({str(a): int(b) for a, b in cells.items()})
+        for k, cells in (d.get("findings") or {}).items():
+            if k in c.findings:
+                c.findings[k].update({str(a): int(b) for a, b in cells.items()})
         c.refresh()
         return c
 

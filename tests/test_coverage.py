@@ -124,6 +124,30 @@ def test_coverage_saves_and_loads(tmp_path):
     assert load_coverage(tmp_path / "none").totals()["edge"] == 0
 
 
+def test_coverage_counts_findings_per_cell(tmp_path):
+    """A failing case adds its op x dtype x shape, pass x op and primitive x block cells to
+    ``findings`` as well; passing and invalid cases only to the counts. Saved and loaded."""
+    steps = [{"prim": "split", "block": "T_add"}]
+    cov = Coverage()
+    cov.add_case(_hand_made(), Outcome("fail", kind="crash", extra={"schedule": steps}))
+    cov.add_case(_hand_made(), Outcome("pass", extra={"schedule": steps}))
+    cov.add_case(_hand_made(), Outcome("invalid"))
+    saved = cov.to_json()
+    cells = case_cells(_hand_made(), Outcome("fail", extra={"schedule": steps}))
+    for k in ("op_dtype_shape", "pass_op", "prim_block"):
+        assert saved["findings"][k] == {c: 1 for c in cells[k]}, k
+    assert saved["cells"]["op_dtype_shape"]["relax.add|float32|static"] == 3
+    assert saved["cells"]["prim_block"]["split|legalized:T_add"] == 2
+    assert set(saved["findings"]) == {"op_dtype_shape", "pass_op", "prim_block"}
+    (tmp_path / "coverage.json").write_text(json.dumps(saved))
+    back = load_coverage(tmp_path)
+    assert back.to_json() == saved
+    # a coverage.json from before findings were counted loads with none
+    old = {"totals": saved["totals"], "cells": saved["cells"]}
+    assert Coverage.from_json(old).to_json()["findings"] == {
+        "op_dtype_shape": {}, "pass_op": {}, "prim_block": {}}
+
+
 def test_sandbox_traces_tvm_python_functions_only_when_asked(monkeypatch):
     """With TVMFUZZ_PY_COVERAGE=1 the sandbox child reports the TVM Python functions a case
     ran (the Relax op constructors and legalizers of its ops among them); without, nothing."""

@@ -76,16 +76,69 @@ def test_campaign_refreshes_its_page(campaign):
     rep = json.loads((out / "report.json").read_text())
     summary = campaign["summary"]
     assert {g["id"] for g in rep["bugs"]} == {g["id"] for g in summary["bugs"]}
-    # coverage cells recorded: every Relax case adds op x dtype and pass x op cells
+    # report.json keeps the bugs only: the coverage cells are coverage.json's
+    assert "op_dtype" not in rep and "pass_op" not in rep
+    cov = json.loads((out / "coverage.json").read_text())
+    assert cov["totals"] == summary["coverage"]
     if summary["cases_by_ir"].get("relax"):
-        assert rep["op_dtype"] and rep["pass_op"]
-        ops = {k.split("|")[0] for k in rep["op_dtype"]}
+        assert cov["cells"]["op_dtype_shape"] and cov["cells"]["pass_op"]
+        ops = {k.split("|")[0] for k in cov["cells"]["op_dtype_shape"]}
         assert all(op.startswith("relax.") for op in ops), ops
     for g in rep["bugs"]:
         assert g["first_at"] <= g["last_at"] and g["kind"] and g["stage"]
         assert g["replays"] >= g["count"]            # each finding replayed (--replays 3)
     stats = [json.loads(x) for x in (out / "stats.jsonl").read_text().splitlines()]
     assert all("at" in s for s in stats)
+
+
+def test_coverage_json_counts_the_findings_per_cell(campaign):
+    """coverage.json's findings are the cells of the campaign's failing cases (findings/, each
+    saved with its outcome), counted once per case: recomputed here from those files."""
+    import collections
+
+    from fuzz.coverage import FINDING_KINDS, case_cells
+    from fuzz.model import Program
+    from fuzz.outcome import Outcome
+
+    out = campaign["out"]
+    cov = json.loads((out / "coverage.json").read_text())
+    want = {k: collections.Counter() for k in FINDING_KINDS}
+    fails = 0
+    for case in (out / "findings").rglob("case_*.json"):
+        if case.name.endswith(".outcome.json"):
+            continue
+        outcome = Outcome.from_json(json.loads(case.with_suffix(".outcome.json").read_text()))
+        if outcome.verdict != "fail":
+            continue
+        fails += 1
+        cells = case_cells(Program.loads(case.read_text()), outcome)
+        for k in FINDING_KINDS:
+            want[k].update(cells[k])
+    assert fails == campaign["summary"]["verdicts"].get("fail", 0)
+    assert cov["findings"] == {k: dict(want[k]) for k in FINDING_KINDS}
+    for k in FINDING_KINDS:     # a cell's findings are among its cases
+        assert all(n <= cov["cells"][k][c] for c, n in cov["findings"][k].items()), k
+    # the page's heat maps show them: op x dtype x shape cells as "op|dtype shape"
+    data = load(out)["coverage"]
+    assert sum(f for _, f in data["op_dtype"].values()) == sum(want["op_dtype_shape"].values())
+    assert sum(c for c, _ in data["pass_op"].values()) == sum(cov["cells"]["pass_op"].values())
+    assert len(data["prim_block"]) == cov["totals"]["prim_block"]
+    for cell, n in cov["cells"]["op_dtype_shape"].items():
+        op, dtype, shape = cell.split("|")
+        assert data["op_dtype"][f"{op}|{dtype} {shape}"] == [n, want["op_dtype_shape"][cell]]
+
+
+def test_a_campaign_without_coverage_json_says_so(campaign, tmp_path):
+    """An older campaign directory (no coverage.json): the page says there are no heat maps
+    instead of drawing empty ones."""
+    old = tmp_path / "old"
+    old.mkdir()
+    for name in ("stats.jsonl", "report.json", "summary.json", "campaign.json"):
+        shutil.copy(campaign["out"] / name, old / name)
+    assert load(old)["coverage"] is None
+    text = write_html(old).read_text()
+    assert "No coverage.json in this campaign directory" in text
+    assert "No coverage.json" not in write_html(campaign["out"], tmp_path / "p.html").read_text()
 
 
 def test_page_is_self_contained_and_has_the_data(campaign):
@@ -206,8 +259,9 @@ def test_page_renders_in_chromium(campaign):
     errors = [e for e in log if e["level"] == "SEVERE"]
     assert not errors, errors
     # 4 time plots, 4 bug plots, 2 heat maps, the schedule plots (a TIR campaign with
-    # schedules applies some), none for workers (local mode)
+    # schedules applies some) and the primitive x block heat map, none for workers (local mode)
     expected = 10 + (2 if data["primitives"]["cells"] else 1 if data["primitive_totals"] else 0)
+    expected += bool(data["coverage"]["prim_block"])
     assert got["figures"] == expected, got
     assert got["canvases"] >= expected and got["tables"] == 1
     assert got["rows"] >= min(len(data["bugs"]), 1) and got["links"] >= 2, got
@@ -215,13 +269,16 @@ def test_page_renders_in_chromium(campaign):
 
 
 def test_a_resumed_campaign_keeps_the_report_before(campaign):
-    """--resume starts Stats at zero: report.json adds this run's cells and bugs to the last
-    one's (here the same run twice: every count doubles, no bug or bucket is lost)."""
+    """--resume starts Stats at zero: report.json adds this run's bugs to the last one's (here
+    the same run twice: every count doubles, no bug or bucket is lost); the cells go on in
+    coverage.json, which the resumed campaign loads whole, findings included."""
+    from fuzz.coverage import load_coverage
     from worker.campaign import _merge_report
 
+    cov = json.loads((campaign["out"] / "coverage.json").read_text())
+    assert load_coverage(campaign["out"]).to_json() == cov
     rep = json.loads((campaign["out"] / "report.json").read_text())
     both = _merge_report(rep, json.loads(json.dumps(rep)))
-    assert both["op_dtype"] == {k: [2 * c, 2 * f] for k, (c, f) in rep["op_dtype"].items()}
     assert {g["id"] for g in both["bugs"]} == {g["id"] for g in rep["bugs"]}
     for g, h in zip(sorted(rep["bugs"], key=lambda g: g["id"]),
                     sorted(both["bugs"], key=lambda g: g["id"])):

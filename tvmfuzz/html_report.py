@@ -1,8 +1,9 @@
 """``tvmfuzz report --html DIR``: one self-contained HTML page of a campaign or a corpus.
 
 A reader of files, never a re-runner of cases. A campaign directory gives
-``stats.jsonl`` (the time series), ``report.json`` (coverage cells, the bugs and their
-buckets: written by the campaign next to report.html), ``summary.json``, ``batches.jsonl``
+``stats.jsonl`` (the time series), ``coverage.json`` (fuzz/coverage.py's cells with the
+findings among their cases: the heat maps), ``report.json`` (the bugs and their buckets:
+written by the campaign next to report.html), ``summary.json``, ``batches.jsonl``
 (distributed mode: which worker ran which batch, when) and ``reduced/<bucket>/`` (the links);
 a corpus directory (``corpus.sqlite3``) gives its bugs and buckets.
 
@@ -19,6 +20,8 @@ import json
 import os
 from pathlib import Path
 from typing import Optional
+
+from fuzz.coverage import COVERAGE_FILE
 
 REPORT_NAME = "report.html"
 REFRESH_S = 30          # the live page reloads itself this often
@@ -151,6 +154,27 @@ def _links(out: Optional[Path], buckets: list) -> str:
     return " ".join(items)
 
 
+def _coverage_cells(cov: Optional[dict]) -> Optional[dict]:
+    """The heat maps' cells from coverage.json (None where the campaign has none):
+    ``op_dtype`` "op|dtype shape" (fuzz/coverage.py's op x dtype x shape cells: the dtype of
+    the op's first tensor operand), ``pass_op`` "pass|op", ``prim_block`` "primitive|block",
+    each -> [cases, findings among them]."""
+    if not isinstance(cov, dict) or not isinstance(cov.get("cells"), dict):
+        return None
+    cells, findings = cov["cells"], cov.get("findings") or {}
+
+    def table(kind, key=lambda c: c):
+        found = findings.get(kind) or {}
+        return {key(c): [n, found.get(c, 0)] for c, n in (cells.get(kind) or {}).items()}
+
+    def op_dtype(c):
+        op, dtype, shape = (c.split("|") + ["", ""])[:3]
+        return f"{op}|{dtype} {shape}".rstrip()
+
+    return {"op_dtype": table("op_dtype_shape", op_dtype), "pass_op": table("pass_op"),
+            "prim_block": table("prim_block")}
+
+
 def campaign_data(out: Path) -> dict:
     """Everything the page draws, from a campaign directory's files."""
     points, n_lines = _sample_lines(out / "stats.jsonl")
@@ -174,8 +198,8 @@ def campaign_data(out: Path) -> dict:
     prims = _primitives_over_time(points)
     return {"title": f"tvmfuzz campaign {out.resolve().name}", "source": str(out.resolve()),
             "series": _series(points), "n_lines": n_lines, "last": last, "state": state,
-            "bugs": rows, "op_dtype": rep.get("op_dtype") or {},
-            "pass_op": rep.get("pass_op") or {}, "primitives": prims,
+            "bugs": rows, "coverage": _coverage_cells(_read_json(out / COVERAGE_FILE)),
+            "primitives": prims,
             "primitive_totals": last.get("schedule_primitives") or {}, "workers": workers,
             "kind": "campaign"}
 
@@ -576,13 +600,27 @@ def render(d: dict, live: bool = False) -> str:
     parts += [h2("Bugs by kind, stage, status; reproduction rates"),
               gridplot(_bug_plots(d), ncols=2, toolbar_location="right")]
     if d["kind"] == "campaign":
-        parts += [h2("Coverage"),
-                  _heatmap("op x dtype (Relax and ONNX cases)", d["op_dtype"], "dtype", "op"),
-                  _heatmap("pass x op (each case's pass order, or its pipeline)", d["pass_op"],
-                           "pass", "op", swap=True)]
+        cov = d.get("coverage")
+        parts += [h2("Coverage")]
+        if cov is None:
+            parts += [Div(text=f"<p>No {COVERAGE_FILE} in this campaign directory: its "
+                          "coverage cells were not recorded, so there are no heat maps.</p>",
+                          width=WIDTH)]
+        else:
+            parts += [_heatmap("op x dtype (Relax and ONNX cases; the dtype of the op's first "
+                               "tensor operand, and the shape kind)", cov["op_dtype"],
+                               "dtype shape", "op"),
+                      _heatmap("pass x op (each case's pass order, or its pipeline)",
+                               cov["pass_op"], "pass", "op", swap=True)]
         prims = _primitive_plots(d)
         if prims:
             parts += [h2("Schedule primitives"), gridplot(prims, ncols=2)]
+        if cov is not None and cov["prim_block"]:
+            if not prims:
+                parts += [h2("Schedule primitives")]
+            parts += [_heatmap("primitive x block (a TIR block's iteration kinds, or the "
+                               "legalized block's name)", cov["prim_block"], "block",
+                               "primitive")]
         workers = _worker_plots(d)
         if workers:
             parts += [h2("Workers (distributed mode)"), *workers]

@@ -363,13 +363,12 @@ class Stats:
     # invalid ONNX cases whose program has no ONNX form at the case's opset, PyTorch cases
     # whose program has no torch form (not_exportable)
     not_exportable: int = 0
-    # coverage cells for report.html: "op|dtype" and "pass|op" -> [cases, findings among them]
-    op_dtype: dict = field(default_factory=dict)
-    pass_op: dict = field(default_factory=dict)
     # invalid PyTorch cases eager torch or torch.export refuses, or where eager torch is not
     # numpy (torch_rejected, torch_disagrees): the export's limits, not TVM's
     torch_refused: int = 0
-    coverage: Coverage = field(default_factory=Coverage)   # fuzz/coverage.py's cells
+    # fuzz/coverage.py's cells, with the findings among their cases: the one record of them
+    # (OUT/coverage.json; the guide, the summary and report.html's heat maps read it)
+    coverage: Coverage = field(default_factory=Coverage)
 
     def add(self, prog, outcome: Outcome) -> None:
         v = outcome.verdict
@@ -382,7 +381,6 @@ class Stats:
         self.irs[prog.ir] += 1
         self.ir_seconds[prog.ir] += float(outcome.seconds or 0.0)
         self.ops.update(prog.ops())
-        self._count_cells(prog, v == "fail")
         self.coverage.add_case(prog, outcome)
         outcome.extra.pop("tvm_python", None)   # counted; too long to keep with a finding
         steps = outcome.extra.get("schedule") or []
@@ -412,30 +410,6 @@ class Stats:
             bug["replays"] += rep.get("replays", 0)
             if sig not in bug["signatures"]:   # the status of a signature's first finding
                 bug["signatures"][sig] = auto_status(prog, outcome)
-
-    def _count_cells(self, prog, failed: bool) -> None:
-        """The coverage cells of a case (Relax and ONNX cases: their program model): op x
-        dtype of each node's inferred type, and pass x op for each pass (or pipeline) of the
-        case's variants."""
-        from fuzz.model import STRUCTURAL_OPS, TensorTy
-
-        op_dtype = set()
-        for f in getattr(prog, "functions", ()) or ():
-            for n in f.nodes():
-                if n.op in STRUCTURAL_OPS:
-                    continue
-                t = n.ty
-                op_dtype.add((n.op, (t.dtype or "?") if isinstance(t, TensorTy) else "tuple"))
-        passes = set()
-        for var in prog.meta.get("variants") or []:
-            passes.update(var.get("passes") or [f"pipeline:{var.get('pipeline', 'default')}"])
-        ops = {op for op, _ in op_dtype}
-        for table, cells in ((self.op_dtype, op_dtype),
-                             (self.pass_op, {(p, op) for p in passes for op in ops})):
-            for a, b in cells:
-                entry = table.setdefault(f"{a}|{b}", [0, 0])
-                entry[0] += 1
-                entry[1] += failed
 
     def _count_gpu(self, prog, outcome: Outcome) -> None:
         """Cases per GPU target and dlight rule, and the findings their variant made."""
@@ -728,8 +702,8 @@ class Recorder:
             self.write_report(live=True)
 
     def write_report(self, live: bool) -> None:
-        """report.json (the coverage cells and the bugs with their buckets, which stats.jsonl
-        does not hold) and report.html from it and the other files. A report that cannot be
+        """report.json (the bugs with their buckets, which stats.jsonl does not hold) and
+        report.html from it, coverage.json and the other files. A report that cannot be
         written is said once per attempt and never stops the campaign."""
         self.html_at = time.monotonic()
         st = self.stats
@@ -738,8 +712,7 @@ class Recorder:
             g["buckets"] = [{"signature": sig, "bucket": self.buckets.get((sig, g["id"]))}
                             for sig in st.bugs[g["id"]]["signatures"]]
         _write(self.cfg.out_dir / "report.json", json.dumps(_merge_report(self.report_before, {
-            "at": round(time.time(), 1), "tvm": self.vers.get("tvm"),
-            "op_dtype": st.op_dtype, "pass_op": st.pass_op, "bugs": bugs})))
+            "at": round(time.time(), 1), "tvm": self.vers.get("tvm"), "bugs": bugs})))
         if self.cfg.html is None:
             return
         if self.html_thread is not None:
@@ -772,18 +745,12 @@ class Recorder:
 
 
 def _merge_report(before: dict, now: dict) -> dict:
-    """report.json of a resumed campaign: the cells and bugs of the runs before plus this
-    run's (counts added; a bug's first and last times widened, its status this run's)."""
+    """report.json of a resumed campaign: the bugs of the runs before plus this run's (counts
+    added; a bug's first and last times widened, its status this run's). The coverage cells go
+    on in coverage.json, which a resumed campaign loads (Recorder); report.json keeps none."""
     if not before:
         return now
     out = dict(now)
-    for table in ("op_dtype", "pass_op"):
-        cells = {k: list(v) for k, v in (before.get(table) or {}).items()}
-        for k, (c, f) in now[table].items():
-            cell = cells.setdefault(k, [0, 0])
-            cell[0] += c
-            cell[1] += f
-        out[table] = cells
     bugs = {g["id"]: dict(g) for g in before.get("bugs") or []}
     for g in now["bugs"]:
         old = bugs.get(g["id"])
