@@ -248,6 +248,8 @@ def outcome_fields(outcome: OutcomeLike) -> dict:
 
 
 def _offending_op(outcome: dict) -> str:
+    if (outcome.get("extra") or {}).get("then"):
+        return ""   # the call a later crash names, after the pass that broke the IR
     m = _OFFENDING.search(outcome.get("detail", "") or "")
     return f"Op(relax.{m.group(1)})" if m else ""
 

@@ -353,6 +353,8 @@ def attempt():
                 traceback.print_exc()
                 if not wf:
                     return None   # verifier and build agree the module is wrong
+                if watch.ill_formed_after:   # a pass broke the IR first: that is the finding
+                    return ("build", "", watch.ill_formed_message(), watch.ill_formed_after)
                 # Raised inside tvmfuzz's own schedule step: the stage tvmfuzz calls schedule.
                 return ("schedule" if watch.current == SCHEDULE_PASS else "build",
                         type(e).__name__, str(e), watch.ill_formed_after or watch.phase)

@@ -262,3 +262,29 @@ def test_reducer_shrinks_a_control_flow_finding(tmp_path):
     assert red.signature == o.signature
     assert sum(len(list(f.nodes())) for f in red.reduced.functions) < sum(
         len(list(f.nodes())) for f in p.functions)
+
+
+def test_a_crash_after_a_pass_broke_the_ir_is_that_passs_bug():
+    """A near-valid mutant (a shape erased) with an R.If: StaticPlanBlockMemory leaves a Var
+    undefined, and the build then stops at CodeGenVM's refusal of the unlowered gather_nd.
+    The finding is what the pass broke, one bug with the same break where the build goes on
+    (campaign seed 149 filed it as a second bug under CodeGenVM's message); the crash is kept
+    beside it."""
+    import json
+    from pathlib import Path
+
+    from fuzz.outcome import Outcome
+    from fuzz.signature import bug_id
+    from worker.execute import compile_and_run
+
+    data = Path(__file__).parent / "data" / "relax_if_static_plan_then_codegen.json"
+    o = compile_and_run(Program.from_json(json.loads(data.read_text())))
+    if o.verdict == "pass":
+        pytest.skip("fixed in the TVM under test")
+    assert (o.kind, o.extra["failing_pass"]) == ("pass_ill_formed", "StaticPlanBlockMemory")
+    assert o.message.startswith("StaticPlanBlockMemory produced ill-formed IR: Var")
+    assert "CodeGenVM cannot emit" in o.extra["then"]
+    went_on = Outcome("fail", "pass_ill_formed", "build", "",
+                      "StaticPlanBlockMemory produced ill-formed IR: Var lv3 is not defined.",
+                      extra={"failing_pass": "StaticPlanBlockMemory"})
+    assert bug_id(o) == bug_id(went_on)

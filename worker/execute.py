@@ -399,9 +399,15 @@ def _build_failure(e: BaseException, v: Variant, wf: bool, near_valid: bool, wat
         # vectorized loop of symbolic extent): TVM's stated refusal.
         return _fail("build", e, kind="schedule_noise", verdict="rejected")
     if watch.ill_formed_after:
-        # The crash follows a pass that broke the IR: that pass is the culprit.
-        return _fail("build", e, kind="pass_ill_formed",
-                     extra={"failing_pass": watch.ill_formed_after})
+        # The crash follows a pass that broke the IR: that pass is the culprit, and what it
+        # broke (well_formed's reason) names the bug, as when the build goes on to succeed;
+        # the crash it led to is kept beside it (a near-valid mutant's CodeGenVM refusal
+        # after StaticPlanBlockMemory's undefined Var was a second bucket of that bug).
+        crash = _fail("build", e)
+        return Outcome("fail", "pass_ill_formed", "build", "", watch.ill_formed_message(), "",
+                       crash.detail, extra={"failing_pass": watch.ill_formed_after,
+                                            "then": f"{crash.error_type}: {crash.message}"[:500],
+                                            "then_site": crash.throw_site})
     kind = "verifier_build" if near_valid else "crash"
     if watch.current == SCHEDULE_PASS and steps:
         # tvmfuzz's own schedule step, not a TVM pass: name the s_tir primitive that raised
