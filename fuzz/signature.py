@@ -259,13 +259,16 @@ def _primitive(outcome: dict) -> str:
     return step.get("prim", "") if isinstance(step, dict) else ""
 
 
-def _suffix(outcome: dict, site: str, prim: Optional[str] = None) -> str:
+def _suffix(outcome: dict, site: str, prim: Optional[str] = None, root: bool = False) -> str:
     extra = outcome.get("extra") or {}
     failing_pass = extra.get("failing_pass", "")
     prim = _primitive(outcome) if prim is None else prim
     # An ONNX or PyTorch import error: the frontend converter that raised (Squeeze._impl_v13,
-    # the ATen op softmax.int) or the ops the PyTorch importer has none for.
-    converter = extra.get("converter", "") if outcome.get("stage") == "import" else ""
+    # the ATen op softmax.int) or the ops the PyTorch importer has none for. For the bug key
+    # (``root``), the method's defining class where the converter inherits it (ONNX's Min and
+    # Max run MultiInputBase._impl_v1: one defect there is one bug).
+    converter = (root and extra.get("converter_root")) or extra.get("converter", "") \
+        if outcome.get("stage") == "import" else ""
     return (f" @ {site}" if site else "") + (f" [pass {failing_pass}]" if failing_pass else "") \
         + (f" [primitive {prim}]" if prim else "") \
         + (f" [converter {converter}]" if converter else "")
@@ -472,7 +475,7 @@ def bug_key(outcome: OutcomeLike) -> str:
     prim = _primitive(outcome)
     if kind not in _NO_MESSAGE_KINDS:
         prim = PRIMITIVE_FAMILY.get(prim, prim)
-    return " | ".join(p for p in parts if p) + _suffix(outcome, "", prim)
+    return " | ".join(p for p in parts if p) + _suffix(outcome, "", prim, root=True)
 
 
 def bug_id(outcome_or_key) -> str:

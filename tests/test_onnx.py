@@ -342,3 +342,27 @@ def test_a_scheduled_onnx_finding_reproduces_with_its_schedule(tmp_path):
                        env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
     assert "loop_partition" in r.stdout
+
+
+def test_converters_sharing_an_inherited_method_are_one_bug():
+    """The 0.25 campaign (seed 250000) filed Max._impl_v1 and Min._impl_v1 failing alike on a
+    constant input as two bugs: both run MultiInputBase._impl_v1. The signature keeps the
+    converter the node named; the bug key takes the method's defining class."""
+    from fuzz.signature import bug_key, signature
+    from tvm.relax.frontend.onnx.onnx_frontend import Max
+    from worker.frontend import import_crash
+    from worker.onnx_judge import converter_frame
+
+    try:
+        Max._impl_v1(None, None, {}, {})   # raises inside the inherited method's frame
+    except Exception as e:  # noqa: BLE001
+        raised = e
+    name, root = converter_frame(raised)
+    assert name == "Max._impl_v1" and root.endswith("._impl_v1") and root != name
+    o = import_crash(raised, converter_frame)
+    assert o.extra == {"converter": "Max._impl_v1", "converter_root": root}
+    mn = {**o.to_json(), "extra": {"converter": "Min._impl_v1", "converter_root": root}}
+    assert bug_key(o) == bug_key(mn) and signature(o) != signature(mn)
+    # a converter's own method: one name, as before
+    own = {**o.to_json(), "extra": {"converter": "Squeeze._impl_v13"}}
+    assert bug_key(own) != bug_key(o)

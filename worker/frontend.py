@@ -44,11 +44,18 @@ def numpy_disagreement(program: Program, arrays: list, env: dict, expected: list
     return None
 
 
-def import_crash(e: BaseException, converter_frame: Callable[[BaseException], str]) -> Outcome:
+def import_crash(e: BaseException, converter_frame: Callable[[BaseException], object]
+                 ) -> Outcome:
     """An importer's exception: a finding at stage ``import``, the converter that raised it
-    (``converter_frame(e)``) in ``extra``."""
+    (``converter_frame(e)``: its name, or (its name, the method's defining class's name) when
+    it inherits the method: ONNX's Min and Max share ``MultiInputBase._impl_v1``, one
+    defect there is one bug) in ``extra``."""
     conv = converter_frame(e)
-    return _fail("import", e, extra={"converter": conv} if conv else {})
+    conv, root = conv if isinstance(conv, tuple) else (conv, conv)
+    extra = {"converter": conv} if conv else {}
+    if root and root != conv:
+        extra["converter_root"] = root
+    return _fail("import", e, extra=extra)
 
 
 class ImportedInputs(ProgramInputs):

@@ -68,13 +68,14 @@ def imported_module(program: Program, input_seed: int = 0):
     return import_model(export(program, opts, arrays), program, opts, arrays)
 
 
-def converter_frame(exc: BaseException) -> str:
+def converter_frame(exc: BaseException):
     """The frontend converter an import error came from (``Squeeze._impl_v13``): the
     innermost ``_impl_vN`` frame in onnx_frontend.py, or where the error came from normalizing
     what a converter returned (a Relax op's type inference), the converter that
     ``_convert_operator`` ran, or where ``_construct_nodes`` refused the node before, its
-    converter; "" where none is on the traceback."""
-    found = ""
+    converter; "" where none is on the traceback. A converter running a method it inherits
+    gives (its name, the method's qualified name: ``MultiInputBase._impl_v1``)."""
+    found, root = "", ""
     tb = exc.__traceback__
     while tb is not None:
         frame, code = tb.tb_frame, tb.tb_frame.f_code
@@ -82,6 +83,7 @@ def converter_frame(exc: BaseException) -> str:
             if code.co_name.startswith("_impl_v"):
                 cls = frame.f_locals.get("cls")
                 found = f"{getattr(cls, '__name__', '?')}.{code.co_name}"
+                root = getattr(code, "co_qualname", found)   # Python 3.11+
             elif code.co_name == "_convert_operator" and not found:
                 found = _converter_of(frame.f_locals.get("op_name"), frame.f_locals.get("opset"))
             elif code.co_name == "_construct_nodes" and frame.f_locals.get("op_name"):
@@ -89,7 +91,7 @@ def converter_frame(exc: BaseException) -> str:
                 importer = frame.f_locals.get("self")
                 found = _converter_of(frame.f_locals["op_name"], getattr(importer, "opset", 0))
         tb = tb.tb_next
-    return found
+    return (found, root) if root and root != found else found
 
 
 def _converter_of(op_name, opset) -> str:
