@@ -394,6 +394,11 @@ def _collapse_types(msg: str) -> str:
 
 
 _DTYPE_WORD = re.compile(r"\b(?:b?float|u?int)\d+\b|\bbool\b")
+# The class of the Relax or TIR expression a converter met where it wanted a constant, as a
+# Python error quotes it ("object of type 'Call' has no len()", "'SizeVar' object has no
+# attribute 'value'"): whichever expression the graph happened to give it.
+_EXPR_CLASS = re.compile(r"'(?:Call|Var|DataflowVar|Constant|ShapeExpr|Tuple|TupleGetItem|"
+                         r"PrimValue|SizeVar|IntImm|FloatImm|Add|Sub|Mul|FloorDiv)'")
 
 
 def bug_key(outcome: OutcomeLike) -> str:
@@ -469,6 +474,7 @@ def bug_key(outcome: OutcomeLike) -> str:
                 # tuple holding a PrimValue, met as R.Tuple(R.Prim(value=1)) and as
                 # R.Tuple(R.Prim(value=n), R.Tensor((3,), ...)): one converter's one defect).
                 msg = _collapse_types(msg)
+                msg = _EXPR_CLASS.sub("'<expr>'", msg)
             parts.append(f"{outcome.get('error_type', '')}: {msg}".lstrip(": "))
         if CODEGEN_REFUSAL not in msg:
             parts.append(_offending_op(outcome))

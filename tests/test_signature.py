@@ -520,3 +520,15 @@ def test_an_onnx_converter_quoting_its_graph_types_is_one_bug_whatever_the_types
     assert "R.Tuple(...)" in bug_key(dict(base, message=msgs[1]))
     build = dict(base, stage="build", extra={})
     assert len({bug_key(dict(build, message=m)) for m in msgs}) > 1
+
+
+def test_the_expression_class_a_converter_met_does_not_split_its_bug():
+    """The 0.25 campaign filed ConstantOfShape._impl_v9's len() of a non-constant shape twice:
+    "object of type 'Call'" (a Shape node's result) and "'Var'" (an initializer kept as input)."""
+    def imp(msg, conv="ConstantOfShape._impl_v9"):
+        return {"verdict": "fail", "kind": "crash", "stage": "import", "error_type": "TypeError",
+                "message": msg, "throw_site": "", "extra": {"converter": conv}}
+
+    a, b = imp("object of type 'Call' has no len()"), imp("object of type 'Var' has no len()")
+    assert bug_key(a) == bug_key(b)
+    assert bug_key(a) != bug_key(imp("object of type 'Call' has no len()", "Expand._impl_v13"))
