@@ -420,6 +420,10 @@ def bug_key(outcome: OutcomeLike) -> str:
     parts = [kind, site or outcome.get("stage", "")]
     if kind == "numeric":
         parts.append(_numeric_root((outcome.get("extra") or {}).get("numeric_key", "")))
+    elif kind == "shape_inference" and (outcome.get("extra") or {}).get("dtype_op"):
+        # An imported module declaring another dtype than the reference's: the op that made
+        # it (worker.frontend.type_finding), whichever dtypes met it.
+        parts.append(f"declared dtype changed by {outcome['extra']['dtype_op']}")
     elif kind == "signal":
         # One memory error ends by SIGSEGV one run and by glibc's SIGABRT (a corrupted heap)
         # the next: those are one class; SIGFPE, SIGILL... stay themselves.

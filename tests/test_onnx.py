@@ -366,3 +366,32 @@ def test_converters_sharing_an_inherited_method_are_one_bug():
     # a converter's own method: one name, as before
     own = {**o.to_json(), "extra": {"converter": "Squeeze._impl_v13"}}
     assert bug_key(own) != bug_key(o)
+
+
+def test_a_declared_dtype_is_keyed_by_the_op_that_changed_it():
+    """Campaigns filed the PyTorch importer's matmul (out_dtype fixed to float32) three times,
+    once per operand dtype (float16, bfloat16, float64): the key names the op instead."""
+    from tvm import relax
+    from tvm.script import ir as I
+    from tvm.script import relax as R
+
+    from fuzz.signature import bug_key
+    from worker.frontend import dtype_changer, type_finding
+
+    @I.ir_module
+    class Mod:
+        @R.function
+        def main(x: R.Tensor((2, 2), "float64"), y: R.Tensor((2, 2), "float64")):
+            with R.dataflow():
+                a = R.astype(x, "float32")            # an explicit cast is not the culprit
+                m = R.matmul(x, y, out_dtype="float32")
+                s = R.add(m, a)
+                R.output(s)
+            return s
+
+    assert isinstance(Mod["main"], relax.Function) and dtype_changer(Mod) == "relax.matmul"
+    keys = {bug_key(type_finding(Mod, f"output 0: declared dtype float32, eager PyTorch gives "
+                                      f"{d}")) for d in ("float16", "bfloat16", "float64")}
+    assert keys == {"shape_inference | import | declared dtype changed by relax.matmul"}
+    # a shape problem, or a module where no op changed a dtype, keeps its message
+    assert "dtype_op" not in type_finding(Mod, "output 0: declared rank 1, x gives (2, 2)").extra

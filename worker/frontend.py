@@ -58,6 +58,52 @@ def import_crash(e: BaseException, converter_frame: Callable[[BaseException], ob
     return _fail("import", e, extra=extra)
 
 
+def type_finding(mod, problem: str) -> Outcome:
+    """A declared output type the reference contradicts (``problem``, one line), at import.
+    Where it is a dtype, the first op of the imported ``main`` that turned float operands of
+    one dtype into another float dtype is named (``extra["dtype_op"]``): the bug key reads it,
+    so one converter's fixed ``out_dtype`` (the PyTorch importer's matmul: float32 whatever the
+    operands) is one bug whichever dtype met it."""
+    extra = {}
+    if "declared dtype" in problem:
+        op = dtype_changer(mod)
+        if op:
+            extra["dtype_op"] = op
+    return Outcome("fail", "shape_inference", "import", "", problem, extra=extra)
+
+
+def dtype_changer(mod) -> Optional[str]:
+    """The first binding of ``mod["main"]`` whose op (not astype) makes a float result of a
+    dtype other than its float operands', all of one dtype; None where none does."""
+    from tvm import relax
+
+    from fuzz import compat
+
+    def dtype(e):
+        try:
+            d = getattr(compat.type_of(e), "dtype", None)
+        except Exception:  # noqa: BLE001 - an expression without a type
+            return ""
+        return str(d) if d is not None else ""
+
+    try:
+        blocks = mod["main"].body.blocks
+    except Exception:  # noqa: BLE001 - a main that is no SeqExpr of blocks
+        return None
+    for block in blocks:
+        for b in block.bindings:
+            call = getattr(b, "value", None)
+            if not isinstance(call, relax.Call) or not hasattr(call.op, "name") \
+                    or call.op.name == "relax.astype":
+                continue
+            out = dtype(b.var)
+            ins = {dtype(a) for a in call.args if isinstance(a, relax.Expr)} - {""}
+            if out.startswith(("float", "bfloat")) and len(ins) == 1 and out not in ins \
+                    and next(iter(ins)).startswith(("float", "bfloat")):
+                return call.op.name
+    return None
+
+
 class ImportedInputs(ProgramInputs):
     """What a frontend case gives the judge: the program's inputs (``fuzz.inputs``, the same
     arrays the frontend's reference ran on) bound by name to the imported ``main``'s

@@ -30,7 +30,8 @@ from fuzz.outcome import Outcome
 
 from . import breadcrumb
 from .execute import _fail, _variants, finish, judge_module
-from .frontend import ImportedInputs, export_case, import_crash, numpy_disagreement
+from .frontend import (ImportedInputs, export_case, import_crash, numpy_disagreement,
+                       type_finding)
 
 
 def onnxruntime_outputs(model, feeds: dict) -> list:
@@ -210,7 +211,7 @@ def judge_onnx(program: Program, variants: Optional[list] = None,
     except Exception as e:  # noqa: BLE001 - a type tvmfuzz cannot read
         return done(_fail("import", e, "tvmfuzz_error", "invalid"))
     if problem:
-        return done(Outcome("fail", "shape_inference", "import", "", problem))
+        return done(type_finding(mod, problem))
     # Initializers (weights and the exporter's constants) are parameters of main with
     # keep_params_in_input.
     from onnx import numpy_helper

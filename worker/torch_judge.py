@@ -32,7 +32,8 @@ from fuzz.outcome import Outcome
 
 from . import breadcrumb
 from .execute import _fail, _variants, finish, judge_module
-from .frontend import ImportedInputs, export_case, import_crash, numpy_disagreement
+from .frontend import (ImportedInputs, export_case, import_crash, numpy_disagreement,
+                       type_finding)
 
 
 def to_torch(a):
@@ -274,7 +275,7 @@ def judge_torch(program: Program, variants: Optional[list] = None,
     except Exception as e:  # noqa: BLE001 - a type or parameter list tvmfuzz cannot read
         return done(_fail("import", e, "tvmfuzz_error", "invalid"))
     if problem:
-        return done(Outcome("fail", "shape_inference", "import", "", problem))
+        return done(type_finding(mod, problem))
     out = judge_module(mod, TorchInputs(program, input_seed, mod, ins, expected), variants,
                        t0=t0)
     out.extra.setdefault("torch", opts.to_json())
