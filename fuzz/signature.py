@@ -424,6 +424,8 @@ def bug_key(outcome: OutcomeLike) -> str:
         # An imported module declaring another dtype than the reference's: the op that made
         # it (worker.frontend.type_finding), whichever dtypes met it.
         parts.append(f"declared dtype changed by {outcome['extra']['dtype_op']}")
+    elif kind == "shape_inference" and (outcome.get("extra") or {}).get("negative_dim_op"):
+        parts.append(f"negative dim declared by {outcome['extra']['negative_dim_op']}")
     elif kind == "signal":
         # One memory error ends by SIGSEGV one run and by glibc's SIGABRT (a corrupted heap)
         # the next: those are one class; SIGFPE, SIGILL... stay themselves.

@@ -69,7 +69,45 @@ def type_finding(mod, problem: str) -> Outcome:
         op = dtype_changer(mod)
         if op:
             extra["dtype_op"] = op
+    elif "declared shape" in problem:
+        op = negative_dim_maker(mod)
+        if op:
+            extra["negative_dim_op"] = op
     return Outcome("fail", "shape_inference", "import", "", problem, extra=extra)
+
+
+def _main_calls(mod):
+    """(binding var, call) of the relax op calls in ``mod["main"]``'s blocks, in order."""
+    from tvm import relax
+
+    try:
+        blocks = mod["main"].body.blocks
+    except Exception:  # noqa: BLE001 - a main that is no SeqExpr of blocks
+        return
+    for block in blocks:
+        for b in block.bindings:
+            call = getattr(b, "value", None)
+            if isinstance(call, relax.Call) and hasattr(call.op, "name"):
+                yield b.var, call
+
+
+def _type(e):
+    from fuzz import compat
+
+    try:
+        return compat.type_of(e)
+    except Exception:  # noqa: BLE001 - an expression without a type
+        return None
+
+
+def negative_dim_maker(mod) -> Optional[str]:
+    """The first op of ``mod["main"]`` whose declared result has a negative static dim (a
+    slice's inference with negative steps: both importers reach it through strided_slice)."""
+    for var, call in _main_calls(mod):
+        dims = getattr(getattr(_type(var), "shape", None), "values", None) or []
+        if any(getattr(d, "value", 0) < 0 for d in dims):
+            return call.op.name
+    return None
 
 
 def dtype_changer(mod) -> Optional[str]:
@@ -77,30 +115,18 @@ def dtype_changer(mod) -> Optional[str]:
     dtype other than its float operands', all of one dtype; None where none does."""
     from tvm import relax
 
-    from fuzz import compat
-
     def dtype(e):
-        try:
-            d = getattr(compat.type_of(e), "dtype", None)
-        except Exception:  # noqa: BLE001 - an expression without a type
-            return ""
+        d = getattr(_type(e), "dtype", None)
         return str(d) if d is not None else ""
 
-    try:
-        blocks = mod["main"].body.blocks
-    except Exception:  # noqa: BLE001 - a main that is no SeqExpr of blocks
-        return None
-    for block in blocks:
-        for b in block.bindings:
-            call = getattr(b, "value", None)
-            if not isinstance(call, relax.Call) or not hasattr(call.op, "name") \
-                    or call.op.name == "relax.astype":
-                continue
-            out = dtype(b.var)
-            ins = {dtype(a) for a in call.args if isinstance(a, relax.Expr)} - {""}
-            if out.startswith(("float", "bfloat")) and len(ins) == 1 and out not in ins \
-                    and next(iter(ins)).startswith(("float", "bfloat")):
-                return call.op.name
+    for var, call in _main_calls(mod):
+        if call.op.name == "relax.astype":
+            continue
+        out = dtype(var)
+        ins = {dtype(a) for a in call.args if isinstance(a, relax.Expr)} - {""}
+        if out.startswith(("float", "bfloat")) and len(ins) == 1 and out not in ins \
+                and next(iter(ins)).startswith(("float", "bfloat")):
+            return call.op.name
     return None
 
 
