@@ -347,7 +347,8 @@ def judge_module(mod, source, variants: list, near_valid: bool = False,
                     if v.pipeline == "scheduled" and steps:
                         # The step that made it wrong names the bug, not the op whose output
                         # shows it (None: no prefix of the schedule is wrong alone).
-                        guilty = _guilty_step(mod, source, v, args, expected, steps, workdir)
+                        guilty = _guilty_step(mod, source, v, args, expected, steps, workdir,
+                                              uninit=bool(uninit))
                         more["guilty_step"] = guilty
                         if guilty:
                             key += f" after {guilty.get('prim')}"
@@ -486,11 +487,16 @@ def _guilty_op(source, index: int, v: Variant, args, workdir) -> Optional[str]:
     return reference.value_key(prog, names[diff[0]])
 
 
-def _guilty_step(mod, source, v: Variant, args, expected, steps: list, workdir):
+def _guilty_step(mod, source, v: Variant, args, expected, steps: list, workdir,
+                 uninit: bool = False):
     """The schedule step whose prefix of ``steps`` first gives a wrong result (binary search:
     a few builds, only for a finding); None when even the whole schedule replayed gives the
-    right one (the finding then depends on more than the steps)."""
+    right one (the finding then depends on more than the steps). ``uninit``: the finding read
+    memory nobody wrote, so a prefix that leaves memory unwritten may still read the right
+    values by chance: its runs are also made with malloc's blocks filled (a loop_partition of
+    a stack's loop was named by a later reorder of another function that way)."""
     from .schedule_steps import apply_schedule, guilty_step, vectorized_alloc
+    from .uninit import differs_under_fills
 
     scheduled: dict = {}   # k -> the module the first k steps made, of each wrong prefix
 
@@ -504,7 +510,13 @@ def _guilty_step(mod, source, v: Variant, args, expected, steps: list, workdir):
         try:
             ex = build(mod, v, schedule=schedule)
             vm = load_vm(ex, v, workdir)
-            bad = bool(source.differs(expected, _rerun(source, vm, args, v)))
+            def run():
+                return _rerun(source, vm, args, v)
+
+            def differs(out):
+                return source.differs(expected, out)
+
+            bad = bool(differs(run())) or (uninit and differs_under_fills(run, differs))
         except Exception:  # noqa: BLE001 - a prefix that does not build or run says nothing
             return False
         if bad:

@@ -64,6 +64,24 @@ def reads_uninitialized(rerun: Callable[[], object], first,
         mallopt(M_PERTURB, 0)
 
 
+def differs_under_fills(run: Callable[[], object], differs: Callable[[object], object]) -> bool:
+    """Whether ``differs(run())`` holds with malloc's blocks filled with any of FILLS: a
+    result that reads memory nobody wrote may be right by chance on one run (the pool handing
+    back what an earlier run left) and wrong on another; the fills make it wrong every time.
+    False where malloc cannot be perturbed."""
+    mallopt = _mallopt()
+    if mallopt is None:
+        return False
+    try:
+        for fill in FILLS:
+            mallopt(M_PERTURB, fill)
+            if differs(run()):
+                return True
+        return False
+    finally:
+        mallopt(M_PERTURB, 0)
+
+
 def painter():
     """This process's stack painter (built once); raises where it cannot be built."""
     paint = painter_or_none()
