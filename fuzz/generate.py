@@ -280,6 +280,7 @@ def _op_table(ops: Optional[tuple]):
 
 
 CONTROL_SHARE = 0.25  # of programs with control flow (R.If, loops), fuzz.control
+REPEAT_SHARE = 0.05   # of generation steps: an op repeated with fresh constants, fuzz.motifs
 
 
 def gen_function(ch: Chooser, name: str, n_ops: int, mode: str,
@@ -309,6 +310,12 @@ def gen_function(ch: Chooser, name: str, n_ops: int, mode: str,
             if (C.gen_if(ctx, specs, cum, control, 1, name) if r < 50
                     else C.gen_loop(ctx, specs, cum, control, name) if r < 75
                     else gen_dyn(ctx)):
+                made += 1
+            continue
+        if not ops and ctx.nodes and ch.boolean(REPEAT_SHARE):
+            from .motifs import gen_repeat
+
+            if gen_repeat(ctx):
                 made += 1
             continue
         spec = ch.weighted_cum(specs, cum) if guide is None else \
