@@ -25,10 +25,11 @@ relax.matmul@c``; ``numeric | compare | relax.matmul:int32``; passes on 0.26.0 a
 (B) first at case 535 after 23 s (seed 534: a ``match_cast`` of ``atan(p1)`` in the default
 pipeline; ``numeric | compare | match_cast:float32``; also wrong on 0.26.0, passes on 0.27);
 2 other numeric failures fixed since (adaptive_avg_pool3d float16, layer_norm). One hit of
-each class in 3000 cases. Before generator v3 neither class was reachable: programs held no
-constant tensor operands (so no two groups differing only in constants), fusion patterns
-were drawn blind to the program (in 1.5% of cases), and ``match_cast`` of computed values
-went only to fresh symbolic dims.
+each class in 3000 cases. Before generator v3, (A) was out of reach: programs held no
+constant tensor operands (so no two groups differing only in constants), and fusion patterns
+were drawn blind to the program (in 1.5% of cases). (B) needs only a ``match_cast`` of a
+computed value whose source dies while the view lives (seed 534's casts to fresh dims,
+which v2 made too; v3 adds casts to the value's own static type).
 """
 from __future__ import annotations
 
