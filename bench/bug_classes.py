@@ -29,7 +29,11 @@ each class in 3000 cases. Before generator v3, (A) was out of reach: programs he
 constant tensor operands (so no two groups differing only in constants), and fusion patterns
 were drawn blind to the program (in 1.5% of cases). (B) needs only a ``match_cast`` of a
 computed value whose source dies while the view lives (seed 534's casts to fresh dims,
-which v2 made too; v3 adds casts to the value's own static type).
+which v2 made too; v3 adds casts to the value's own static type). The same command on the
+v2 generator (commit da90165): 49 of 3000 cases judged in 13 s, neither class reached.
+Judging every case (no ``--motif-only``, ``--env 0.26.0 --cases 600 --time 240``): 424 cases
+in 240 s (0.57 s a case), (B) not yet reached (its first hit is case 535); 2 other fixed
+numeric failures (adaptive_avg_pool3d bfloat16, first at case 115).
 """
 from __future__ import annotations
 
