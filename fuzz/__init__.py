@@ -2,4 +2,5 @@
 
 # Bump when a change to the generator or catalogue changes which program a seed gives:
 # a case is reproducible from (seed, GENERATOR_VERSION).
-GENERATOR_VERSION = 2   # 2: control flow (fuzz.control)
+GENERATOR_VERSION = 3   # 2: control flow (fuzz.control); 3: repeated layers (fuzz.motifs),
+#                           static match_cast views (fuzz.dynshape)

@@ -283,6 +283,7 @@ CONTROL_SHARE = 0.25  # of programs with control flow (R.If, loops), fuzz.contro
 # A control step draws r in 0..99: R.If below 50, a loop below 75, a data-dependent shape or
 # call_dps_packed below CALL_TIR_FROM, else R.call_tir to a generated PrimFunc (fuzz.calltir)
 CALL_TIR_FROM = 92
+REPEAT_SHARE = 0.05   # of generation steps: an op repeated with fresh constants, fuzz.motifs
 
 
 def gen_function(ch: Chooser, name: str, n_ops: int, mode: str,
@@ -314,6 +315,12 @@ def gen_function(ch: Chooser, name: str, n_ops: int, mode: str,
                     else C.gen_loop(ctx, specs, cum, control, name) if r < 75
                     else gen_dyn(ctx) if r < CALL_TIR_FROM
                     else gen_call_tir(ctx)):
+                made += 1
+            continue
+        if not ops and ctx.nodes and ch.boolean(REPEAT_SHARE):
+            from .motifs import gen_repeat
+
+            if gen_repeat(ctx):
                 made += 1
             continue
         spec = ch.weighted_cum(specs, cum) if guide is None else \

@@ -40,8 +40,9 @@ def case_mode(seed: int, mode: Optional[str]) -> str:
 
 
 def case_variants(seed: int, targets=TARGET_KINDS, alternatives: int = 1,
-                  schedules: bool = False) -> list[dict]:
-    """The base build plus random alternatives, deterministic from the case seed."""
+                  schedules: bool = False, ops: tuple = ()) -> list[dict]:
+    """The base build plus random alternatives, deterministic from the case seed (and
+    ``ops``, the program's: ``pattern_ops``)."""
     ch = RandomChooser(seed * 7919 + 17)
     out = [BASE.to_json()]
     # CUDA needs nvcc (the compile-only check of TVM's source); the other GPU kinds build
@@ -50,7 +51,7 @@ def case_variants(seed: int, targets=TARGET_KINDS, alternatives: int = 1,
     for _ in range(alternatives * 4):
         if len(out) > alternatives:
             break
-        v = random_variant(ch, schedules=schedules, gpus=gpus)
+        v = random_variant(ch, schedules=schedules, gpus=gpus, ops=ops)
         if v.kind in targets:
             out.append(v.to_json())
     return out
@@ -133,8 +134,25 @@ def make_case(seed: int, mode: Optional[str], targets=TARGET_KINDS, ir=("relax",
     if chosen == "torch":
         return make_torch_case(seed, targets, schedules)
     prog = generate(seed, mode=case_mode(seed, mode), guide=guide)
-    prog.meta["variants"] = case_variants(seed, targets, schedules=schedules)
+    prog.meta["variants"] = case_variants(seed, targets, schedules=schedules,
+                                          ops=pattern_ops(prog))
     return prog
+
+
+def pattern_ops(prog) -> tuple:
+    """The entry function's catalogue ops as fusion pattern operands, ``OP@c`` where the
+    second argument is a ``const`` node (``worker.variants.random_pass``), in program order."""
+    from fuzz.catalogue import CATALOGUE
+
+    nodes = list(prog.main.nodes())
+    consts = {n.name for n in nodes if n.op == "const"}
+    out: list[str] = []
+    for n in nodes:
+        if n.op in CATALOGUE:
+            p = n.op + ("@c" if len(n.args) > 1 and n.args[1] in consts else "")
+            if p not in out:
+                out.append(p)
+    return tuple(out)
 
 
 ONNX_TRIES = 8   # programs drawn from the exportable ops until one exports at the opset

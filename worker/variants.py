@@ -106,9 +106,11 @@ def pass_problem(spec) -> Optional[str]:
     return f"{spec[:80]!r} has arguments tvmfuzz does not make"
 
 
-def random_pass(ch: Chooser) -> str:
-    """One zoo entry, its arguments drawn."""
-    p = ch.choice(RELAX_PASSES)
+def random_pass(ch: Chooser, ops: tuple = (), p: str = "") -> str:
+    """One zoo entry, its arguments drawn. ``ops``: the case program's ops as pattern
+    operands (``OP`` or ``OP@c``), which fusion patterns draw from more often than not.
+    ``p``: this pass, its arguments drawn (default: a pass drawn from the zoo)."""
+    p = p or ch.choice(RELAX_PASSES)
     if p == "ToMixedPrecision":
         return p + ":" + ch.choice(("float32", "float16")) if ch.boolean(0.5) else p
     if p == "ConvertLayout":
@@ -118,9 +120,13 @@ def random_pass(ch: Chooser) -> str:
     if p == "FuseOpsByPattern":
         pats = []
         for _ in range(ch.integer(1, 3)):
-            ops = [ch.choice(PATTERN_OPS) + ("@c" if ch.boolean(0.3) else "")
-                   for _ in range(ch.integer(1, 2))]
-            pats.append(">".join(ops))
+            if ops and ch.boolean(0.6):   # a pattern that matches something in the program
+                bound = [o for o in ops if o.endswith("@c")]   # half the time one with a
+                pats.append(ch.choice(bound if bound and ch.boolean(0.5) else ops))  # constant
+                continue
+            chain = [ch.choice(PATTERN_OPS) + ("@c" if ch.boolean(0.3) else "")
+                     for _ in range(ch.integer(1, 2))]
+            pats.append(">".join(chain))
         return p + ":" + ";".join(pats) + ("|nobind" if ch.boolean(0.25) else "")
     return p
 
@@ -212,13 +218,19 @@ class Variant:
 BASE = Variant()
 
 
-def random_passes(ch: Chooser, n: int) -> list[str]:
+CONST_FUSION_SHARE = 0.2   # of passes, when the program has constant operands
+
+
+def random_passes(ch: Chooser, n: int, ops: tuple = ()) -> list[str]:
     """A random sequence from the zoo, each pass after those it needs. Fusion by pattern
     comes after FoldConstant half of the time: constants then exist for its ``@c`` operands
     and ``bind_constants``."""
     out: list[str] = []
     for _ in range(n):
-        p = random_pass(ch)
+        # A program with constant operands gets fusion by pattern more often: the pass
+        # whose outcome depends on them (bind_constants, @c operands)
+        bind = any(o.endswith("@c") for o in ops) and ch.boolean(CONST_FUSION_SHARE)
+        p = random_pass(ch, ops, "FuseOpsByPattern" if bind else "")
         if pass_name(p) == "FuseOpsByPattern" and "FoldConstant" not in out \
                 and ch.boolean(0.5):
             out.append("FoldConstant")
@@ -291,10 +303,11 @@ def gpu_variant(ch: Chooser, kind: str) -> Variant:
 
 
 def random_variant(ch: Chooser, cuda: bool = False, schedules: bool = False,
-                   gpus: tuple = ()) -> Variant:
+                   gpus: tuple = (), ops: tuple = ()) -> Variant:
     """One alternative variant: another opt level or CPU, the C backend, another pipeline, a
     random pass order, the compiled exec mode, or (when asked) a GPU target (``gpus``; ``cuda``
-    is ``gpus=("cuda",)``) or a random schedule of the legalized PrimFuncs."""
+    is ``gpus=("cuda",)``) or a random schedule of the legalized PrimFuncs. ``ops``: see
+    ``random_pass``."""
     gpus = tuple(gpus) or (("cuda",) if cuda else ())
     r = ch.integer(0, 99)
     if schedules and ch.boolean(0.2):
@@ -309,7 +322,7 @@ def random_variant(ch: Chooser, cuda: bool = False, schedules: bool = False,
     if cpu:
         target["mcpu"] = cpu
     pipeline = ch.weighted(["default", "target", "zero", "passes"], [2, 3, 2, 3])
-    passes = random_passes(ch, ch.integer(1, 5)) if pipeline == "passes" else []
+    passes = random_passes(ch, ch.integer(1, 5), ops) if pipeline == "passes" else []
     return Variant(target, pipeline, passes, "compiled" if ch.boolean(0.2) else "bytecode")
 
 
