@@ -532,3 +532,22 @@ def test_the_expression_class_a_converter_met_does_not_split_its_bug():
     a, b = imp("object of type 'Call' has no len()"), imp("object of type 'Var' has no len()")
     assert bug_key(a) == bug_key(b)
     assert bug_key(a) != bug_key(imp("object of type 'Call' has no len()", "Expand._impl_v13"))
+
+
+def test_a_frontend_cases_wrong_op_is_one_bug_whatever_its_dtype():
+    """Campaign 150000 filed the PyTorch importer's selu (decomposed without its scale) as
+    three bugs, one per dtype. A Relax program's wrong op keeps its dtype (a float16
+    legalization is its own bug)."""
+    def num(key, **extra):
+        return {"verdict": "fail", "kind": "numeric", "stage": "compare", "error_type": "",
+                "message": "output 0 (float32): 1/1 differ", "throw_site": "",
+                "extra": {"numeric_key": key, **extra}}
+
+    torch = {"torch": {"decompose": False}}
+    assert bug_key(num("relax.nn.selu:float16", **torch)) == \
+        bug_key(num("relax.nn.selu:float64", **torch))
+    assert bug_key(num("relax.nn.selu:float16", onnx={"opset": 11})) == \
+        bug_key(num("relax.nn.selu:float32", onnx={"opset": 18}))
+    assert bug_key(num("relax.nn.selu:float16")) != bug_key(num("relax.nn.selu:float64"))
+    assert bug_key(num("relax.exp:float32", **torch)) != bug_key(num("relax.nn.selu:float32",
+                                                                     **torch))
