@@ -150,6 +150,7 @@ def test_tvm_agrees_with_numpy_on_control_flow_cases(cf_programs):
     """The judge's verdict on control-flow cases: built, run and compared with numpy. A
     failure here is either a listed TVM bug or tvmfuzz's defect: never ``invalid``."""
     from fuzz.catalogue.known_bugs import explain
+    from fuzz.signature import bug_key
     from worker.sandbox_runner import SandboxRunner
 
     progs = [p.copy() for p in cf_programs[:16]]
@@ -169,9 +170,12 @@ def test_tvm_agrees_with_numpy_on_control_flow_cases(cf_programs):
             # undefined across R.If branches) or known op bugs
             # (or BF16StorageLegalize's BufferStore dtype check on a bfloat16 program: a
             # real TVM bug met without control flow too, bug aed28409797b)
+            # (or, through a call_tir to a generated PrimFunc, the printer's elem_offset bug
+            # that TIR cases meet too, bug 8222c8f24c36)
             assert (o.kind == "pass_ill_formed" and "StaticPlanBlockMemory" in o.message) \
-                or explain(p, o) or "BF16StorageLegalize" in o.signature, \
-                (p.meta["seed"], o.signature)
+                or explain(p, o) or "BF16StorageLegalize" in o.signature \
+                or bug_key(o) == "roundtrip | roundtrip | the printed text loses or changes " \
+                                 "elem_offset", (p.meta["seed"], o.signature)
     # StaticPlanBlockMemory's bug is met by most cases with a branch (measured: 14 of 16):
     # some still pass end to end, agreeing with numpy on the branch taken
     assert verdicts["pass"] >= 1, verdicts
