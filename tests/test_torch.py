@@ -185,3 +185,26 @@ def test_an_interpreter_without_torch_says_so(monkeypatch):
     assert (o.verdict, o.kind) == ("invalid", "needs_torch"), o.to_json()
     row = _judge([o], "crash | import | x")
     assert row["verdict"] == "error" and "without torch" in row["message"]
+
+
+def test_repro_with_weights_kept_as_inputs_passes_them_to_main(tmp_path):
+    """Campaign 150000's repro.py of a dlight Transpose crash (a webgpu compile-only variant,
+    weights kept as main's inputs) failed with NameError: the weights' code in repro.py used
+    numpy without importing it. The reduced case is kept as data."""
+    from pathlib import Path
+
+    from reducer.repro import torch_repro_text
+    from worker.replay import load_job
+
+    data = Path(__file__).parent / "data" / "torch_keep_params_dlight_transpose.json"
+    prog = Program.loads(data.read_text())
+    assert prog.meta["torch"]["keep_params_as_input"] and prog.meta["torch"]["weights"]
+    o = cases.judge(load_job(data))
+    if o.verdict == "pass":
+        pytest.skip("fixed in the TVM under test")
+    path = tmp_path / "repro.py"
+    path.write_text(torch_repro_text(prog, o))
+    r = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300,
+                       cwd=tmp_path)
+    assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "BUG REPRODUCED" in r.stdout

@@ -150,6 +150,8 @@ def main_inputs(mod, by_name: dict) -> list:
     """The imported ``main``'s arguments: the user inputs by name, then (with
     ``keep_params_as_input``) the parameters the importer kept in ``main``'s ``params``
     attribute, in order. Uses TVM's objects' attributes only: repro.py runs it too."""
+    import numpy as np   # (repro.py holds this function alone)
+
     main = mod["main"]
     params = list(main.params)
     attrs = main.attrs if main.attrs is not None else {}
