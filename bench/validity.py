@@ -11,7 +11,7 @@ many distinct ops appear in --count programs, and which catalogued ops never app
 structural one: ``call_tir``, ``if``, ``dps_copy``, ...): seeds from --seed on are scanned
 until --count such programs are found. ``--construct call_tir --alone``: programs of one
 ``R.call_tir`` to a generated PrimFunc (and the nodes making its arguments) returning its
-result, one per seed (``fuzz.calltir.alone``), so the construct's own validity shows.
+result, one per seed (``fuzz.generate.call_tir_alone``), so the construct's own validity shows.
 """
 import argparse
 import collections
@@ -53,7 +53,7 @@ def main():
     seeds = list(range(a.seed, a.seed + a.count))
     make = generate
     if a.alone:
-        from fuzz.calltir import alone
+        from fuzz.generate import call_tir_alone as alone
 
         def make(s, mode):   # noqa: F811 - seeds without a callable PrimFunc count as such
             return alone(s)

@@ -168,18 +168,3 @@ def gen_call_tir(ctx) -> bool:
             ctx.add_value(item, lo, hi, exact)
     return True
 
-
-def alone(seed: int):
-    """A program of one call_tir (and the nodes making its arguments) returning its result,
-    or None where no TIR case drawn is destination-passing: the construct by itself, for the
-    validity bench and the tests."""
-    from .choice import RandomChooser
-    from .generate import GenContext
-    from .model import Block, Function, Program
-
-    ctx = GenContext(RandomChooser(seed), "valid", allow_sym=False)
-    if not gen_call_tir(ctx):
-        return None
-    node = [n for n in ctx.nodes if n.op == "call_tir"][-1]
-    f = Function("main", ctx.params, [Block(True, ctx.nodes)], node.name)
-    return Program([f], "main", {"generator": 0, "mode": "valid", "seed": seed})

@@ -452,3 +452,18 @@ def single_op_program(op: str, ch: Chooser, allow_sym: Optional[bool] = None) ->
                            TupleTy([n.ty for n in items])).name
     f = Function("main", ctx.params, [Block(True, ctx.nodes)], ret)
     return Program([f], "main", {"generator": 0, "mode": "valid", "seed": None})
+
+
+def call_tir_alone(seed: int) -> Optional[Program]:
+    """A program of one call_tir (and the nodes making its arguments) returning its result,
+    or None where no TIR case drawn is destination-passing: the construct by itself, for the
+    validity bench and the tests."""
+    from .calltir import gen_call_tir
+    from .choice import RandomChooser
+
+    ctx = GenContext(RandomChooser(seed), "valid", allow_sym=False)
+    if not gen_call_tir(ctx):
+        return None
+    node = [n for n in ctx.nodes if n.op == "call_tir"][-1]
+    f = Function("main", ctx.params, [Block(True, ctx.nodes)], node.name)
+    return Program([f], "main", {"generator": 0, "mode": "valid", "seed": seed})

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from fuzz.calltir import alone as _alone
+from fuzz.generate import call_tir_alone as _alone
 from fuzz.calltir import dps_ok, prim_of, split_params
 from fuzz.generate import generate
 from fuzz.model import Program, TensorTy
