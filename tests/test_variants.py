@@ -348,3 +348,30 @@ def test_a_wrong_result_is_named_by_the_first_op_whose_own_result_is_wrong():
         assert o.verdict == "fail" and o.kind == "numeric", (ops, o.to_json())
         assert o.extra["numeric_key"] == "relax.nn.softplus:float16", (ops, o.extra)
         assert o.extra.get("output_op", o.extra["numeric_key"]) == ops[-1][0] + ":float16"
+
+
+def test_convert_layout_asks_a_desired_layout_only_of_ops_that_take_one():
+    """Campaign 160000 filed pooling.cc's "Check failed: NoDesiredLayout" as a TVM bug: the
+    pass zoo's ConvertLayout asked pools for a layout, which their layout inference refuses
+    by design (they follow their producer). Every op the zoo names must take it."""
+    from tvm.script import ir as I
+    from tvm.script import relax as R
+
+    from worker.variants import make_pass
+
+    @I.ir_module
+    class Mod:
+        @R.function
+        def main(x: R.Tensor((1, 4, 4, 2), "float32"), w: R.Tensor((2, 2, 2, 2), "float32")):
+            with R.dataflow():
+                a = R.nn.max_pool2d(x, pool_size=[2, 2], layout="NHWC")
+                b = R.nn.avg_pool2d(x, pool_size=[2, 2], layout="NHWC")
+                c = R.nn.adaptive_avg_pool2d(x, output_size=[2, 2], layout="NHWC")
+                d = R.image.resize2d(x, R.shape([2, 2]), layout="NHWC")
+                e = R.nn.conv2d(x, w, data_layout="NHWC", kernel_layout="OHWI")
+                R.output(a, b, c, d, e)
+            return (a, b, c, d, e)
+
+    for layout in ("NCHW", "NHWC"):
+        out = make_pass(f"ConvertLayout:{layout}")(Mod)
+        assert "main" in [gv.name_hint for gv in out.get_global_vars()]

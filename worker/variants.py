@@ -29,7 +29,8 @@ from fuzz.choice import Chooser
 # "Name", or "Name:ARG" for one TVM needs arguments for, which ``make_pass`` turns into them
 # (the arguments are part of the case, so the reducer and repro.py rebuild the same pass):
 #   ToMixedPrecision:DTYPE          out_dtype float32 or float16
-#   ConvertLayout:LAYOUT            conv2d/pools/... to NHWC (kernel OHWI) or NCHW
+#   ConvertLayout:LAYOUT            conv2d, conv2d_transpose, resize2d to NHWC (kernel OHWI) or
+#                                   NCHW (pools follow: they take no desired layout)
 #   TopologicalSort:ORDER,DIRECTION depth-first|breadth-first, from-inputs|from-outputs
 #   FuseOpsByPattern:P;P[|nobind]   generated dpl patterns, P = OP or OP>OP (the second takes
 #                                   the first as its first argument); OP@c has a constant
@@ -254,10 +255,11 @@ def make_pass(spec):
         nhwc = arg == "NHWC"
         two = ["NHWC", "OHWI"] if nhwc else ["NCHW", "OIHW"]
         one = ["NHWC"] if nhwc else ["NCHW"]
+        # Only ops that take a desired layout: pools follow their producer's layout, and
+        # their layout inference checks none is asked of them (ICHECK NoDesiredLayout)
         return relax.transform.ConvertLayout({
             "relax.nn.conv2d": two, "relax.nn.conv2d_transpose": two,
-            "relax.nn.max_pool2d": one, "relax.nn.avg_pool2d": one,
-            "relax.nn.adaptive_avg_pool2d": one, "relax.image.resize2d": one})
+            "relax.image.resize2d": one})
     if name == "TopologicalSort" and arg:
         order, direction = arg.split(",")
         return relax.transform.TopologicalSort(order=order, direction=direction)
