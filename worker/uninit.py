@@ -51,17 +51,9 @@ def reads_uninitialized(rerun: Callable[[], object], first,
                 return True
         except Exception:  # noqa: BLE001 - no painter on this release: malloc's fills only
             pass
-    mallopt = _mallopt()
-    if mallopt is None:
+    if _mallopt() is None:
         return None if painted is None else False
-    try:
-        for fill in FILLS:
-            mallopt(M_PERTURB, fill)
-            if not _same(first, rerun()):
-                return True
-        return False
-    finally:
-        mallopt(M_PERTURB, 0)
+    return differs_under_fills(rerun, lambda out: not _same(first, out))
 
 
 def differs_under_fills(run: Callable[[], object], differs: Callable[[object], object]) -> bool:
