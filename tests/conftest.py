@@ -65,3 +65,19 @@ def pytest_collection_modifyitems(config, items):
             # Markers only: item.keywords also holds directory names (a checkout in deploy/).
             if item.get_closest_marker(name):
                 item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def release_home():
+    """0.25.0 and 0.26.0, installed by the real `tvmfuzz env add` into .cache/tvmfuzz-home (a
+    no-op once cached): for any test marked ``release`` that runs on them, whichever file comes
+    first."""
+    import subprocess
+
+    home = ROOT / ".cache" / "tvmfuzz-home"
+    env = dict(os.environ, TVMFUZZ_HOME=str(home))
+    for version in ("0.25.0", "0.26.0"):
+        r = subprocess.run([sys.executable, "-m", "tvmfuzz", "env", "add", version],
+                           capture_output=True, text=True, timeout=1800, env=env, cwd=ROOT)
+        assert r.returncode == 0, r.stderr
+    return home

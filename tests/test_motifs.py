@@ -11,8 +11,6 @@ bench/bug_classes.py on 0.25.0; on the default release (0.27.0.post1) both agree
 """
 import collections
 import json
-import os
-from pathlib import Path
 
 import pytest
 
@@ -20,7 +18,6 @@ from fuzz.generate import generate
 from fuzz.retype import retype
 from worker.campaign import make_case, pattern_ops
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _const_layers(prog):
@@ -95,14 +92,12 @@ def test_bug_class_cases_agree_with_numpy_on_the_default_release():
 
 
 @pytest.mark.release
-def test_bug_classes_are_wrong_on_the_releases_that_have_them(monkeypatch):
+def test_bug_classes_are_wrong_on_the_releases_that_have_them(monkeypatch, release_home):
     """#19801 (seed 1425) on 0.25.0 only; #20220 (seed 534) on 0.25.0 and 0.26.0."""
     from worker.releases import resolve
     from worker.sandbox_runner import SandboxRunner
 
-    # the releases tests/test_releases.py installs (or $TVMFUZZ_HOME's)
-    home = Path(os.environ.get("TVMFUZZ_HOME") or ROOT / ".cache" / "tvmfuzz-home")
-    monkeypatch.setenv("TVMFUZZ_HOME", str(home))
+    monkeypatch.setenv("TVMFUZZ_HOME", str(release_home))
     want = {"0.25.0": ("fail", "fail"), "0.26.0": ("pass", "fail")}
     for version, (a, b) in want.items():
         runner = SandboxRunner(python=resolve(version), timeout=120)
