@@ -19,7 +19,6 @@ from fuzz.retype import retype
 from worker.campaign import make_case, pattern_ops
 
 
-
 def _const_layers(prog):
     """Groups of catalogue nodes with the same op, attributes and operand types that take
     ``const`` operands: the copies ``gen_repeat`` made."""
