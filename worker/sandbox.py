@@ -70,6 +70,24 @@ def _vm_size_bytes() -> int:
     return 0
 
 
+def _runs_on_cuda(job: dict) -> bool:
+    """A case job with a CUDA variant (it runs on the GPU where one is present)."""
+    variants = job.get("variants") or (job.get("program") or {}).get("meta", {}).get("variants")
+    return any(isinstance(v, dict) and (v.get("target") or {}).get("kind") == "cuda"
+               for v in variants or ())
+
+
+def _open_cuda() -> None:
+    """Create the CUDA context now, before the address-space limit; nothing if no GPU."""
+    try:
+        import tvm
+
+        if tvm.cuda(0).exist:
+            tvm.runtime.empty((1,), "float32", tvm.cuda(0))
+    except Exception:  # noqa: BLE001  (no GPU, no CUDA runtime: the case says so itself)
+        pass
+
+
 def _set_pdeathsig(sig=signal.SIGKILL) -> None:
     try:
         import ctypes
@@ -102,7 +120,11 @@ def _child(jobs: list, opts: dict, wfd: int, outfd: int, server_pid: int, crumbs
         from worker import breadcrumb
 
         breadcrumb.attach(crumbs)
-        # The case's budget on top of the address space the child starts with.
+        if any(_runs_on_cuda(job) for job in jobs):
+            _open_cuda()
+        # The case's budget on top of the address space the child starts with (with CUDA's
+        # context, where a case runs on the GPU: its reservations are address space, not
+        # memory, and would otherwise eat the budget).
         mem = _vm_size_bytes() + (int(opts["mem_mb"]) << 20)
         resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
         resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 28, 1 << 28))   # output can't fill the disk
