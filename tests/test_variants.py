@@ -95,6 +95,19 @@ def test_gpu_variants_draw_targets_rules_and_limits():
     assert all(Variant.from_json(v.to_json()) == v for v in gpu)
 
 
+def test_a_cuda_build_runs_only_on_a_device_of_its_arch():
+    """A cubin holds no PTX: an sm_80 build fails to load on an sm_90 GPU
+    (CUDA_ERROR_NO_BINARY_FOR_GPU, 163 false findings on an H200 before this check), so such a
+    variant is compile-only there."""
+    from worker.variants import arch_runs_on
+
+    assert arch_runs_on("sm_90", "9.0") and arch_runs_on("sm_90a", "9.0")
+    assert arch_runs_on("sm_80", "8.6") and arch_runs_on("sm_86", "8.6")
+    assert not arch_runs_on("sm_80", "9.0") and not arch_runs_on("sm_89", "9.0")
+    assert not arch_runs_on("sm_89", "8.6") and not arch_runs_on("sm_100", "9.0")
+    assert arch_runs_on("sm_100", "10.0") and not arch_runs_on("sm_90", "10.0")
+
+
 def _has_gpu() -> bool:
     r = subprocess.run([sys.executable, "-c", "import tvm; print(tvm.cuda(0).exist)"],
                        capture_output=True, text=True, timeout=120)

@@ -333,7 +333,7 @@ def runnable_here(variant) -> bool:
     its -mcpu needs (else it is compile-only)."""
     kind = variant["target"].get("kind", "llvm")
     if kind == "cuda":
-        return gpu_available()
+        return gpu_available(variant["target"].get("arch"))
     if kind not in ("llvm", "c"):
         return False   # a GPU target with no device here: compile-only
     needs = _CPU_NEEDS.get(variant["target"].get("mcpu", ""))
@@ -356,14 +356,26 @@ def nvcc_available() -> bool:
     return shutil.which("nvcc") is not None
 
 
-def gpu_available() -> bool:
-    """A CUDA device exists. Asks TVM in this process: call only in a sandbox child."""
+def gpu_available(arch=None) -> bool:
+    """A CUDA device exists and, given the target's ``arch``, can run code built for it. Asks
+    TVM in this process: call only in a sandbox child."""
     try:
         import tvm
 
-        return tvm.cuda(0).exist
+        dev = tvm.cuda(0)
+        return bool(dev.exist) and (not arch or arch_runs_on(arch, dev.compute_version))
     except Exception:  # noqa: BLE001
         return False
+
+
+def arch_runs_on(arch: str, compute_version: str) -> bool:
+    """Does a device of ``compute_version`` ("9.0") run TVM's CUDA build for ``arch``
+    ("sm_80", "sm_90a")? TVM loads a cubin, with no PTX to compile for another chip: the
+    same major version and a minor one not above the device's (an sm_80 build on an sm_90
+    H100 fails with CUDA_ERROR_NO_BINARY_FOR_GPU, the host's mismatch, not TVM's bug)."""
+    digits = arch.rsplit("_", 1)[-1].rstrip("abcdefghijklmnopqrstuvwxyz")
+    major, _, minor = compute_version.partition(".")
+    return len(digits) >= 2 and digits[:-1] == major and int(digits[-1]) <= int(minor or 0)
 
 
 # --- building (TVM) ---------------------------------------------------------------------------
@@ -575,7 +587,7 @@ def nvcc_compile(ex, v: Variant) -> None:
 
 
 REPRO_CODE = (target_for, import_pass, make_pass, pipeline_for, build_for, vm_for, runnable_here,
-              _host_cpu_flags, gpu_available, cuda_source, nvcc_for)
+              _host_cpu_flags, gpu_available, arch_runs_on, cuda_source, nvcc_for)
 
 
 def load_vm(ex, v: Variant, workdir: str):
