@@ -325,6 +325,10 @@ _IR_PLACE = re.compile(r"\. It was first defined at .*$|\.?\s+While this variabl
                        r"previously defined at .*$| at \.\.\.[\w\[\]\.]*")
 _UNKNOWN_INTRINSIC = re.compile(r"unknown intrinsic Op\(tirx\.\w+\)")
 _UNRESOLVED_MATH = re.compile(r"Unresolved call Op\(tirx\.(?!tvm_)\w+\)")
+# CUDA's compiler on TVM's float16 code: 'identifier "hcosh" is undefined' (also hnearbyint):
+# TVM's CUDA codegen names cuda_fp16.h's h-prefixed math for every float16 intrinsic and
+# defines only some that the header lacks (hpow, htan, ... in its prelude).
+_UNDEFINED_HALF_MATH = re.compile(r'identifier "h[a-z0-9]+" is undefined')
 # Schedule primitives that TVM implements with one body of code (src/s_tir/schedule/primitive/):
 # compute_at and reverse_compute_at are one template (ComputeAtOrReverseComputeAtImpl<bool>,
 # compute_at.cc); cache_read and cache_write rewrite their scope with twin mutators
@@ -474,6 +478,7 @@ def bug_key(outcome: OutcomeLike) -> str:
             # missing lowering of a math intrinsic, whichever the program reaches first (not
             # TVM's own builtins, tvm_call_packed & co., which are other bugs).
             msg = _UNRESOLVED_MATH.sub("Unresolved call Op(tirx.<math intrinsic>)", msg)
+            msg = _UNDEFINED_HALF_MATH.sub('identifier "h<math function>" is undefined', msg)
             # Operand types quoted in a message ("Type of R.Tensor((3, 1), dtype=...)"): one
             # refusal whatever the shapes it met (ONNX Selu's float32 constant against a
             # float16 input, seen with a (3, 1) and a 0-d input as two bugs).

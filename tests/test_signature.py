@@ -244,6 +244,23 @@ def test_a_failed_compiler_run_is_named_by_the_compiler_s_first_error():
     assert first_message_line(cuda) == 'Compilation error: identifier "hnearbyint" is undefined'
     assert first_message_line("Check failed: (x) is false:\nmore") == \
         "Check failed: (x) is false:"
+    # With a GPU, TVM compiles with NVRTC (seen on an H200: float16 cosh)
+    nvrtc = ('NVRTC compilation failed:\n/usr/local/cuda-13.0/include/cuda_fp8.hpp(1461): '
+             'warning #1444-D: class "double4" was declared deprecated\n'
+             'tvm_kernels.cu(147): error: identifier "hcosh" is undefined\n')
+    assert first_message_line(nvrtc) == \
+        'NVRTC compilation failed: identifier "hcosh" is undefined'
+
+
+def test_missing_float16_math_in_cuda_source_is_one_bug_whichever_function():
+    """TVM's CUDA codegen calls h-prefixed float16 math it never defines (hcosh, hnearbyint):
+    one bug, whichever function a program reaches first; each is its own bucket."""
+    def o(fn, head="NVRTC compilation failed:"):
+        return _o(f'{head} identifier "{fn}" is undefined', site="", error_type="RuntimeError")
+
+    assert signature(o("hcosh")) != signature(o("hnearbyint"))
+    assert bug_id(o("hcosh")) == bug_id(o("hnearbyint"))
+    assert bug_id(o("hcosh")) != bug_id(o("compute_1"))
 
 
 def test_a_header_reached_through_two_directories_is_one_throw_site():

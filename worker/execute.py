@@ -133,12 +133,14 @@ _COMPILER_ERROR = re.compile(r"^\S*?(?:\(\d+\))?:?\s*(?:fatal )?error:\s*(.+)$",
 
 def first_message_line(msg: str) -> str:
     """What names a failure: its first line; for a compiler run that failed (nvcc, gcc: TVM
-    raises "<the generated source>\nCompilation error:\n<compiler output>"), the compiler's
-    first error instead of the source's first line."""
-    if "Compilation error:" in msg:
-        m = _COMPILER_ERROR.search(msg.split("Compilation error:", 1)[1])
-        if m:
-            return f"Compilation error: {m.group(1).strip()}"
+    raises "<the generated source>\nCompilation error:\n<compiler output>"; NVRTC, where a GPU
+    is present: "NVRTC compilation failed:\n<its output>"), the compiler's first error instead
+    of the line that only says it failed."""
+    for head in ("Compilation error:", "NVRTC compilation failed:"):
+        if head in msg:
+            m = _COMPILER_ERROR.search(msg.split(head, 1)[1])
+            if m:
+                return f"{head} {m.group(1).strip()}"
     return msg.splitlines()[0] if msg else ""
 
 
