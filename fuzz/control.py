@@ -181,6 +181,19 @@ def gen_loop(ctx, specs, cum, funcs: list, fname: str = "main") -> bool:
         return False
     sub, x2 = body
     inv = sub.params[2:]     # inputs the body drew: loop invariants
+    # The caller's argument for each invariant: a new input where its shape is static; where
+    # the shape names the caller's symbolic dims (defined in its body, by a match_cast, or an
+    # expression such as ``d5 - 1 + 1``), a value of that type already in scope. A new input of
+    # that type would use the dims before anything defines them (an ill-formed program).
+    outer_from: list = []
+    for p in inv:
+        if p.ty.shape is not None and all(isinstance(d, int) for d in p.ty.shape):
+            outer_from.append(None)
+            continue
+        same = [v for v in ctx.pool if _same_ty(v.ty, p.ty) and p.lo <= v.lo and v.hi <= p.hi]
+        if not same:
+            return False
+        outer_from.append(same[-1].name)
     bi, bx = sub.params[0], sub.params[1]
     one = Node(ctx.fresh("v"), "const", [], {"value": 1, "ty": INT0.to_json()}, INT0)
     i2 = Node(ctx.fresh("v"), "relax.add", [bi.name, one.name], {}, INT0)
@@ -207,9 +220,8 @@ def gen_loop(ctx, specs, cum, funcs: list, fname: str = "main") -> bool:
         start = _const(ctx, INT0, 0).name
     else:
         start = ctx.new_param([], "int64", 0, trip).name
-    outer = []
-    for p in inv:
-        outer.append(ctx.new_param(list(p.ty.shape), p.ty.dtype, p.lo, p.hi).name)
+    outer = [have or ctx.new_param(list(p.ty.shape), p.ty.dtype, p.lo, p.hi).name
+             for p, have in zip(inv, outer_from)]
     call = ctx.add_node("call", [start, x.name] + outer, {"func": loop_name}, x.ty)
     ctx.add_value(call, x.lo, x.hi, x.exact)
     return True

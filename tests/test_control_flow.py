@@ -292,3 +292,29 @@ def test_a_crash_after_a_pass_broke_the_ir_is_that_passs_bug():
                       "StaticPlanBlockMemory produced ill-formed IR: Var lv3 is not defined.",
                       extra={"failing_pass": "StaticPlanBlockMemory"})
     assert bug_id(o) == bug_id(went_on)
+
+
+def test_a_loop_s_invariant_input_never_names_dims_its_caller_defines_in_its_body():
+    """The caller's argument for a loop invariant whose type names symbolic dims defined in the
+    caller's body (a match_cast, a shape expression like ``d5 - 1 + 1``) is a value in scope,
+    never a new input of that type: such an input uses the dims before anything defines them
+    (seen in a guided campaign: ``main(p75: R.Tensor((d5 - 1 + 1, 1, 1)))``, a well_formed
+    crash filed as a bug)."""
+    from fuzz import control as C
+    from fuzz.catalogue.spec import Value
+    from fuzz.choice import RandomChooser
+    from fuzz.generate import GenContext, _op_table
+    from fuzz.model import TensorTy
+
+    specs, cum = _op_table(None)
+    made = 0
+    for seed in range(60):
+        ctx = GenContext(RandomChooser(seed), "valid")
+        # a computed value whose shape uses d5, which this function defines in its body
+        ctx.pool.append(Value("v1", TensorTy(["d5 - 1 + 1", 3], "float32"), -1.0, 1.0, True))
+        if not C.gen_loop(ctx, specs, cum, []):
+            continue
+        made += 1
+        for p in ctx.params:
+            assert all(isinstance(d, int) for d in p.ty.shape or []), (seed, p)
+    assert made >= 20, made
