@@ -1067,8 +1067,10 @@ def model_source(model) -> str:
 
     def info(vi) -> str:
         t = vi.type.tensor_type
-        dims = [d.dim_param if d.dim_param else d.dim_value for d in t.shape.dim] \
-            if t.HasField("shape") else None
+        # an unknown dim (a dim expression's: neither value nor name) stays unknown (None):
+        # written as its dim_value 0, onnxruntime refused every input but an empty one
+        dims = [getattr(d, d.WhichOneof("value")) if d.WhichOneof("value") else None
+                for d in t.shape.dim] if t.HasField("shape") else None
         return (f"helper.make_tensor_value_info({vi.name!r}, {t.elem_type}, {dims!r})"
                 f"  # {helper.tensor_dtype_to_np_dtype(t.elem_type)}")
 

@@ -281,6 +281,36 @@ def test_onnx_repro_builds_the_model_and_reproduces_import_findings(tmp_path):
     assert code == 0 and "no failure" in out, out[-2000:]
 
 
+def test_model_source_keeps_the_dims_a_model_leaves_unknown():
+    """Reduced campaign case 81953f754e5f: remove_nodes put inputs r1 [1, m + 4] and r2
+    [m + 4] in place of a pad and a sum. The export declares a dim expression as an unknown
+    dim (neither value nor name); model_source wrote it as dim_value 0, so repro.py's model
+    refused r2's 9 elements and repro.py exited 2 ("the reproducer itself broke"). The model
+    model_source writes declares the exported model's inputs and outputs, and onnxruntime
+    runs it on the case's inputs."""
+    import json
+    from pathlib import Path
+
+    from fuzz.onnx_export import model_source
+
+    case = Path(__file__).parent / "data" / "onnx_dim_expression_inputs.json"
+    prog = Program.from_json(json.loads(case.read_text()))
+    opts = OnnxOptions.from_json(prog.meta["onnx"])
+    _, arrays = make_inputs(prog, prog.meta["seed"])
+    model = export(prog, opts, arrays)
+    r2 = [i for i in model.graph.input if i.name == "r2"][0]
+    assert r2.type.tensor_type.shape.dim[0].WhichOneof("value") is None
+    scope = {}
+    exec(model_source(model), scope)   # noqa: S102 - the source tvmfuzz writes into repro.py
+    built = scope["build_model"]()
+    assert list(built.graph.input) == list(model.graph.input)
+    assert list(built.graph.output) == list(model.graph.output)
+    onnx.checker.check_model(built, full_check=True)
+    sess = ort.InferenceSession(built.SerializeToString(), providers=["CPUExecutionProvider"])
+    [out] = sess.run(None, feeds(prog, opts, arrays))
+    assert np.array_equal(out, arrays[2])
+
+
 def test_onnx_options_from_outside_are_checked():
     from worker.user_input import case_problem
 

@@ -152,6 +152,9 @@ CASES = {
     # cache_write rewrote an earlier statement's read of p1 into the unwritten local cache:
     # its repro.py paints the stack before the kernel, so it reproduces in a fresh process
     "tir_uninitialized_local": (DATA / "tir_cache_write_uninit_local.json", "cache_write"),
+    # a reduced ONNX case whose inputs have dim expressions (r2: [m + 4]): the model repro.py
+    # builds declared them 0 (unknown in the exported model), so onnxruntime refused them
+    "onnx_dim_expression_inputs": (DATA / "onnx_dim_expression_inputs.json", "tensor_to_shape"),
 }
 
 
