@@ -103,7 +103,13 @@ def _pass_watch_class():
                 ok = relax.analysis.well_formed(mod) is not False
             except Exception as e:  # noqa: BLE001 - a refusal with its reason
                 ok = False
-                self.ill_formed_why = " ".join(str(e).split())[:400]
+                why = " ".join(str(e).split())
+                # An op prints as its whole registry entry (ir.Op(span=None, ..., name="relax.
+                # call_tir", arguments=(...), support_level=10)): its name, so the 400 characters
+                # kept hold the reason that follows it ("Argument 0 type mismatch ...").
+                why = re.sub(r'ir\.Op\(span=[^"]*name="([^"]+)".*?support_level=\d+\)', r"Op(\1)",
+                             why)
+                self.ill_formed_why = why[:400]
             if not ok:
                 self.ill_formed_after = info.name
 
