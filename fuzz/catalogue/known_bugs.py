@@ -178,6 +178,7 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
              r"requires the input indices to have integer dtype|"
              r"all inputs must have the same dtype|"
              r"requires all the input tensors to have the same dtype|"
+             r"Stack expects all input tensors to have the same dtype|"
              r"Argument \d+ type mismatch: expected R\.Tensor|"
              r"TVMTensorCopyFromTo: The size in bytes must exactly match",
              "eye_like ignores its dtype when legalized (the result keeps the input's dtype), "
@@ -185,12 +186,12 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
              "is already a call_tir, the well-formed check after it; a copy into a tensor of "
              "the declared dtype, its size check at run time)",
              when=lambda a: a.get("dtype") is not None),
-    KnownBug(("relax.nn.attention", "relax.nn.attention_bias"), ("float16",),
+    KnownBug(("relax.nn.attention", "relax.nn.attention_bias"), ("float16", "bfloat16"),
              r"Binary operators must have the same datatype|tensor_a has different data type|"
              r"Argument \d+ type mismatch: expected R\.Tensor",
-             "attention on float16 with an explicit scale legalizes to a float32 result, so a "
-             "consumer fails re-inference in LegalizeOps (or, where the consumer is already a "
-             "call_tir, the well-formed check after it)",
+             "attention on float16 or bfloat16 with an explicit scale legalizes to a float32 "
+             "result, so a consumer fails re-inference in LegalizeOps (or, where the consumer "
+             "is already a call_tir, the well-formed check after it)",
              when=lambda a: a.get("scale") is not None),
     KnownBug(("relax.nn.layer_norm", "relax.nn.group_norm", "relax.nn.instance_norm",
               "relax.nn.rms_norm", "relax.mean", "relax.variance", "relax.std"), ("*",),
