@@ -108,6 +108,23 @@ def test_a_cuda_build_runs_only_on_a_device_of_its_arch():
     assert arch_runs_on("sm_100", "10.0") and not arch_runs_on("sm_90", "10.0")
 
 
+def test_nvrtc_refusing_an_arch_is_the_machine_not_tvm():
+    """With a GPU, TVM compiles CUDA with NVRTC; its refusal of an arch it lacks is the
+    toolchain (invalid, environment), while an error in TVM's source stays a crash."""
+    from worker.execute import _build_failure, pass_watch
+
+    cuda = Variant({"kind": "cuda", "arch": "sm_50"}, "target")
+    for text in ("NVRTC compilation failed: nvrtcResult.NVRTC_ERROR_INVALID_OPTION",
+                 "NVRTC compilation failed:\nnvrtc: error: invalid value for "
+                 "--gpu-architecture (-arch)\n"):
+        o = _build_failure(RuntimeError(text), cuda, True, False, None, [])
+        assert (o.verdict, o.kind) == ("invalid", "environment"), o.to_json()
+    o = _build_failure(RuntimeError('NVRTC compilation failed:\ntvm_kernels.cu(1): error: '
+                                    'identifier "hcosh" is undefined\n'), cuda, True, False,
+                       pass_watch(False), [])
+    assert (o.verdict, o.kind) == ("fail", "crash"), o.to_json()
+
+
 def _has_gpu() -> bool:
     r = subprocess.run([sys.executable, "-c", "import tvm; print(tvm.cuda(0).exist)"],
                        capture_output=True, text=True, timeout=120)

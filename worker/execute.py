@@ -395,6 +395,13 @@ def _build_failure(e: BaseException, v: Variant, wf: bool, near_valid: bool, wat
             # machine's toolchain, not TVM.
             return Outcome("invalid", "environment", "build", type(e).__name__, fatal[0])
         return _fail("build", e, kind="crash", extra={"failing_pass": "nvcc"})
+    text = str(e)
+    if v.kind == "cuda" and text.startswith("NVRTC compilation failed") and (
+            "gpu-architecture" in text or "NVRTC_ERROR_INVALID_OPTION" in text):
+        # Where a GPU is present TVM compiles with NVRTC, which refuses an arch it lacks
+        # with an invalid option (the sm_50 test failed so on an H200): the toolchain again.
+        return Outcome("invalid", "environment", "build", type(e).__name__,
+                       first_message_line(text))
     if not wf:
         # Verifier and build agree the module is wrong: a mutant's expected end.
         return _fail("build", e, kind="rejected", verdict="rejected")
