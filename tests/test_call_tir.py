@@ -4,6 +4,7 @@ JSON, replay and the reducer's pass."""
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -187,4 +188,21 @@ def test_the_printers_elem_offset_bug_through_a_call_tir_is_the_tir_cases_bug():
     else:
         pytest.skip("no round-trip finding among these seeds (fixed in the TVM under test?)")
     assert "at params[" in o.message, o.message
+    assert bug_key(o) == "roundtrip | roundtrip | the printed text loses or changes elem_offset"
+
+
+def test_a_printed_module_that_does_not_parse_is_named_by_the_parser_s_reason():
+    """A called PrimFunc's decl_buffer with offset_factor prints an elem_offset the parser
+    cannot resolve: the module does not parse. The parser's first line is generic ("Program is
+    not well-formed"); the finding is named by its Traceback line, so it is the printer's
+    elem_offset bug of a TIR case, not one bucket for every module that does not parse."""
+    from fuzz.signature import bug_key
+    from worker.execute import compile_and_run
+
+    data = Path(__file__).parent / "data" / "relax_call_tir_decl_buffer_roundtrip.json"
+    prog = Program.loads(data.read_text())
+    o = compile_and_run(prog, prog.meta.get("variants"))
+    assert o.kind == "roundtrip", o.to_json()
+    assert o.message.startswith("printed module does not parse: Invalid use of undefined "
+                                "variable elem_offset"), o.message
     assert bug_key(o) == "roundtrip | roundtrip | the printed text loses or changes elem_offset"

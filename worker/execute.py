@@ -600,8 +600,12 @@ def roundtrip_problem(mod, second_generation: bool = False) -> Optional[tuple]:
         again = from_script(to_script(mod))
     except Exception as e:  # noqa: BLE001
         msg = str(e).strip()
-        return (type(e).__name__, "printed module does not parse: " + (msg.splitlines() or [""])[0],
-                msg[-2000:])
+        lines = msg.splitlines() or [""]
+        # The parser's first line is generic ("Program is not well-formed"); the line that
+        # names the problem is its "Traceback:" one (as for a PrimFunc alone).
+        why = next((ln.split(": ", 2)[-1] for ln in lines if ln.startswith("Traceback: ")),
+                   lines[0])
+        return (type(e).__name__, "printed module does not parse: " + why, msg[-2000:])
     try:
         tvm.ir.assert_structural_equal(mod, again, map_free_vars=True)
         return None
