@@ -727,13 +727,15 @@ def test_the_torch_importer_naming_ops_it_has_no_converter_for_is_expected():
     ("relax_attention_f16_scale_then_call_tir.json", "relax.nn.attention"),
     ("relax_eye_like_dtype_then_dps_copy.json", "relax.eye_like"),
     ("relax_eye_like_bf16_then_stack.json", "relax.eye_like"),
+    ("relax_eye_like_bf16_then_concat.json", "relax.eye_like"),
+    ("relax_eye_like_f64_through_a_helper.json", "relax.eye_like"),
     ("relax_attention_bf16_scale_then_where.json", "relax.nn.attention"),
 ])
 def test_a_known_dtype_bug_is_known_where_its_consumer_is_a_call_tir_or_a_copy(data, op):
     """A known legalization that gives another dtype than declared (attention_bias on float16
     or bfloat16 with a scale; eye_like with a dtype) met by a consumer LegalizeOps already made
     a call_tir (its argument check after the pass), by a DPS copy (the runtime's size check),
-    by stack or by where. Before,
+    by stack, concat or where, or by a helper's caller (its declared type, after a pass). Before,
     the ill-formed pass's reason was cut inside the op's printed registry entry, and the copy's
     message matched no entry: both came back as new bugs (seen in a CUDA campaign)."""
     from worker.execute import compile_and_run

@@ -178,7 +178,8 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
              r"requires the input indices to have integer dtype|"
              r"all inputs must have the same dtype|"
              r"requires all the input tensors to have the same dtype|"
-             r"Stack expects all input tensors to have the same dtype|"
+             r"(?:Stack|Concat) expects all input tensors to have the same dtype|"
+             r"All information in Type annotations must be correct|"
              r"Argument \d+ type mismatch: expected R\.Tensor|"
              r"TVMTensorCopyFromTo: The size in bytes must exactly match",
              "eye_like ignores its dtype when legalized (the result keeps the input's dtype), "
