@@ -437,6 +437,11 @@ def bug_key(outcome: OutcomeLike) -> str:
         parts.append(f"declared dtype changed by {outcome['extra']['dtype_op']}")
     elif kind == "shape_inference" and (outcome.get("extra") or {}).get("negative_dim_op"):
         parts.append(f"negative dim declared by {outcome['extra']['negative_dim_op']}")
+    elif kind == "gpu_host_code":
+        # The build's one failure to refuse (or schedule) a GPU PrimFunc with no thread,
+        # whichever op's legalization left it so and whichever GPU target (worker.execute.
+        # unbound_gpu_funcs): index_put, take_backward, adaptive_avg_pool3d (NDHWC) so far.
+        parts.append("a PrimFunc for a GPU target binds no thread: built as host code")
     elif kind == "signal":
         # One memory error ends by SIGSEGV one run and by glibc's SIGABRT (a corrupted heap)
         # the next: those are one class; SIGFPE, SIGILL... stay themselves.

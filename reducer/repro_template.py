@@ -361,6 +361,8 @@ def attempt():
             if watch.ill_formed_after:
                 return ("build", "", watch.ill_formed_message(),
                         watch.ill_formed_after)
+            if watch.host_code:   # a GPU PrimFunc with no thread: built as host code
+                return ("build", "", host_code_message(watch.host_code), "tirx.SplitHostDevice")
             if not runnable_here(v):
                 continue   # compile-only, as tvmfuzz did: no GPU, or code for another CPU
             if args is None:

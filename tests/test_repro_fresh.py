@@ -49,6 +49,19 @@ def pass_order():
         "exec_mode": "compiled"}])
 
 
+def gpu_host_code():
+    """index_put built for OpenCL (compile-only here): its PrimFunc binds no GPU thread, so
+    the build leaves it as host code reading device memory (the CUDA build of it segfaulted
+    on an H200)."""
+    x, i, v = TensorTy([6, 2], F32), TensorTy([4], "int64"), TensorTy([4], F32)
+    node = Node("v1", "relax.index_put", ["x", "i0", "i1", "v"], {"accumulate": True}, x)
+    params = [Param("x", x), Param("i0", i, 0, 5), Param("i1", i, 0, 1), Param("v", v)]
+    gpu = {"target": {"kind": "opencl"}, "pipeline": "target", "passes": [],
+           "exec_mode": "bytecode"}
+    return Program([Function("main", params, [Block(True, [node])], "v1")], "main",
+                   {"mode": "valid", "seed": 0, "variants": [BASE, gpu]})
+
+
 def zoo_passes():
     """float16 asin built after zoo passes whose arguments the case carries (fusion by a
     generated pattern, a layout, a sort order): repro.py constructs them the same way."""
@@ -136,6 +149,7 @@ CASES = {
     "pass_order": (pass_order(), "tirx.asin"),
     "zoo_passes": (zoo_passes(), "tirx.asin"),
     "c_backend": (c_backend(), "Unresolved call"),
+    "gpu_host_code": (gpu_host_code(), "binds no GPU thread"),
     "roundtrip": (roundtrip(), "printed module does not parse"),
     "shape_inference": (shape_inference(), "relax.arange infers the wrong extent"),
     "numeric": (numeric(), "relax.argmax"),

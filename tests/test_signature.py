@@ -568,3 +568,13 @@ def test_a_frontend_cases_wrong_op_is_one_bug_whatever_its_dtype():
     assert bug_key(num("relax.nn.selu:float16")) != bug_key(num("relax.nn.selu:float64"))
     assert bug_key(num("relax.exp:float32", **torch)) != bug_key(num("relax.nn.selu:float32",
                                                                      **torch))
+
+
+def test_a_gpu_primfunc_left_on_the_host_is_one_bug_whichever_op_and_target():
+    def o(name, kind):
+        return _o(f"PrimFunc {name} for {kind} binds no GPU thread: built as host code that "
+                  "reads device memory", site="", kind="gpu_host_code", error_type="",
+                  extra={"failing_pass": "tirx.SplitHostDevice"})
+
+    assert signature(o("index_put", "cuda")) != signature(o("take_backward", "webgpu"))
+    assert bug_id(o("index_put", "cuda")) == bug_id(o("take_backward", "webgpu"))

@@ -65,6 +65,7 @@ def _pass_watch_class():
             self.finished = 0           # passes that ran to their end
             self.ill_formed_after = None
             self.ill_formed_why = ""    # well_formed's own reason, where it gives one
+            self.host_code = []         # PrimFuncs for a GPU target left with no GPU thread
 
         def ill_formed_message(self) -> str:
             """'<pass> produced ill-formed IR', with well_formed's reason (the binding whose
@@ -89,6 +90,11 @@ def _pass_watch_class():
         def run_before_pass(self, mod, info):
             self.stack.append(info.name)
             breadcrumb.mark(**{"pass": self.current or None})
+            if info.name == "tirx.SplitHostDevice" and not self.host_code:
+                try:
+                    self.host_code = unbound_gpu_funcs(mod)
+                except Exception:  # noqa: BLE001 - tvmfuzz's check, never the build's failure
+                    self.host_code = []
 
         def run_after_pass(self, mod, info):
             # This pass, and any pass above it that never finished (one that raised inside it
@@ -114,6 +120,36 @@ def _pass_watch_class():
                 self.ill_formed_after = info.name
 
     return PassWatch
+
+
+def unbound_gpu_funcs(mod) -> list:
+    """(name, target kind) of each PrimFunc of ``mod`` (as SplitHostDevice receives it) that
+    is for a GPU target, takes arguments, and binds no GPU thread: SplitHostDevice leaves it whole
+    on the host, whose code then reads the device's memory (index_put on CUDA segfaulted so on
+    an H200; a compile-only build shows it without a GPU)."""
+    from tvm import tirx
+
+    found = []
+    for gv, f in mod.functions.items():
+        if not isinstance(f, tirx.PrimFunc) or not f.params:
+            continue
+        target = f.attrs.get("target") if f.attrs else None
+        kind = target.kind.name if target is not None else ""
+        if kind not in ("cuda", "opencl", "vulkan", "metal", "rocm", "webgpu"):
+            continue
+        text = f.script()
+        # (host code that only hands the buffers to a library, call_packed, is that library's
+        # business)
+        if not any(t in text for t in ("launch_thread", "thread_binding", "call_packed",
+                                       "call_extern")):
+            found.append((gv.name_hint, kind))
+    return sorted(found)
+
+
+def host_code_message(found: list) -> str:
+    names = ", ".join(name for name, _ in found)
+    return (f"PrimFunc {names} for {found[0][1]} binds no GPU thread: built as host code "
+            f"that reads device memory")
 
 
 def _has_relax(mod) -> bool:
@@ -302,6 +338,11 @@ def judge_module(mod, source, variants: list, near_valid: bool = False,
                 return done(Outcome("fail", "pass_ill_formed", "build", "",
                                     watch.ill_formed_message(),
                                     extra={"failing_pass": watch.ill_formed_after}), v)
+            if watch.host_code:
+                return done(Outcome("fail", "gpu_host_code", "build", "",
+                                    host_code_message(watch.host_code),
+                                    extra={"failing_pass": "tirx.SplitHostDevice",
+                                           "host_funcs": [n for n, _ in watch.host_code]}), v)
             if not v.runnable_here:
                 continue   # compile-only: CUDA without a GPU, or code for another CPU
             if args is None:
@@ -623,5 +664,6 @@ def roundtrip_problem(mod, second_generation: bool = False) -> Optional[tuple]:
 # Written into every Relax repro.py as they are (reducer/repro.py), with fuzz.materialize's
 # to_script and from_script: a reproducer names the failing pass and checks the round trip
 # with this code.
-REPRO_CODE = (_pass_watch_class, _has_relax, pass_watch, roundtrip_problem, first_message_line)
+REPRO_CODE = (_pass_watch_class, _has_relax, pass_watch, roundtrip_problem, first_message_line,
+              unbound_gpu_funcs, host_code_message)
 REPRO_CONSTANTS = ("_COMPILER_ERROR",)
