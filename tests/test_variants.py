@@ -125,6 +125,17 @@ def test_nvrtc_refusing_an_arch_is_the_machine_not_tvm():
     assert (o.verdict, o.kind) == ("fail", "crash"), o.to_json()
 
 
+def test_a_tvm_install_without_its_headers_is_the_machine_not_tvm():
+    """TVM's libinfo raising "Cannot find include path." (headers missing from the install)
+    when a module is compiled: an invalid case (environment), never a finding."""
+    from worker.execute import _fail
+
+    for text in ("Cannot find include path.", "Cannot find TVM include path."):
+        o = _fail("vm_load", RuntimeError(text))
+        assert (o.verdict, o.kind) == ("invalid", "environment"), o.to_json()
+    assert _fail("vm_load", RuntimeError("Cannot find the function")).verdict == "fail"
+
+
 def _has_gpu() -> bool:
     r = subprocess.run([sys.executable, "-c", "import tvm; print(tvm.cuda(0).exist)"],
                        capture_output=True, text=True, timeout=120)

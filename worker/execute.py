@@ -166,10 +166,16 @@ def pass_watch(check_well_formed: bool = True):
 def _fail(stage: str, exc: BaseException, kind: str = "crash", verdict: str = "fail",
           **kw) -> Outcome:
     msg = str(exc).strip()
+    if _INSTALL_INCOMPLETE.match(msg):
+        # TVM's libinfo finds no headers to compile against (a TVM installed without them):
+        # the machine's install, not TVM's bug (seen on a GPU machine with a trimmed install)
+        return Outcome("invalid", "environment", stage, type(exc).__name__,
+                       first_message_line(msg))
     return Outcome(verdict, kind, stage, type(exc).__name__, first_message_line(msg),
                    tvm_throw_site(exc), msg[-4000:], **kw)
 
 
+_INSTALL_INCOMPLETE = re.compile(r"Cannot find (?:TVM )?include path")
 _COMPILER_ERROR = re.compile(r"^\S*?(?:\(\d+\))?:?\s*(?:fatal )?error:\s*(.+)$", re.M)
 
 
