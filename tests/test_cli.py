@@ -60,7 +60,7 @@ def test_unwritable_output_dir_is_a_clear_error(tmp_path):
 
 def test_run_campaign_lists_failures_and_saves_cases(tmp_path, capsys):
     out = tmp_path / "run"
-    assert main(["run", "--time", "15s", "--out", str(out), "--seed", "0"]) == 0
+    assert main(["run", "--time", "8s", "--out", str(out), "--seed", "0"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["cases"] > 0
     printed = capsys.readouterr().out
@@ -139,6 +139,7 @@ def test_killed_local_campaign_resumes_with_its_findings_intact(tmp_path):
         assert stored <= {f["case_hash"] for f in c.findings()}
 
 
+@pytest.mark.slow
 def test_campaign_reduces_new_buckets_unless_told_not_to(tmp_path):
     """New bugs' buckets are reduced in the background; known bugs' and mutants' expected
     refusals are not (they need no report)."""
