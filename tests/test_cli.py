@@ -103,6 +103,7 @@ def test_run_campaign_lists_failures_and_saves_cases(tmp_path, capsys):
     assert stats and stats[-1]["cases"] == summary["cases"]
 
 
+@pytest.mark.slow
 def test_killed_local_campaign_resumes_with_its_findings_intact(tmp_path):
     """SIGKILL the embedded-default campaign mid-run; --resume continues from the watermark
     and every finding stored before the kill is still in the corpus."""
