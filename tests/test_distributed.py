@@ -507,6 +507,7 @@ def test_rediss_broker_with_a_password(tmp_path):
         server.stop()
 
 
+@pytest.mark.slow
 def test_killed_worker_batch_is_redone_by_another(cluster, tmp_path):
     victim, other = cluster.ensure_workers()
     mark = len(victim.text())                           # its log holds earlier tests too
@@ -528,6 +529,7 @@ def test_killed_worker_batch_is_redone_by_another(cluster, tmp_path):
     assert len(redo) == 1 and redo[0]["worker"].startswith(other.name)
 
 
+@pytest.mark.slow
 def test_redis_restart_mid_campaign_continues(cluster, tmp_path):
     cluster.ensure_workers()
     out, lines = tmp_path / "run", []
@@ -546,6 +548,7 @@ def test_redis_restart_mid_campaign_continues(cluster, tmp_path):
     assert_seeds_once(out, 400, 400 + 6 * BATCH)
 
 
+@pytest.mark.slow
 def test_killed_coordinator_resumes_with_findings_intact(cluster, tmp_path):
     cluster.ensure_workers()
     out, corpus = tmp_path / "run", tmp_path / "corpus"

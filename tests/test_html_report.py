@@ -27,7 +27,7 @@ CHROMEDRIVER = shutil.which("chromedriver")
 
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory):
-    """A real 20-second campaign (--jobs 1, no reduction) whose page is refreshed every 2 s,
+    """A real 10-second campaign (--jobs 1, no reduction) whose page is refreshed every 2 s,
     then one bucket's repro.py and report.md written under reduced/ as the campaign's
     background reducer would (`tvmfuzz report BUCKET --out ...`)."""
     from worker.campaign import run_campaign
@@ -44,7 +44,7 @@ def campaign(tmp_path_factory):
         writes.append((live, 'http-equiv="refresh"' in text))
 
     lines = []
-    summary = run_campaign(20, out, seed=0, echo=lines.append, jobs=1, corpus=corpus,
+    summary = run_campaign(10, out, seed=0, echo=lines.append, jobs=1, corpus=corpus,
                            ir=("relax", "tir"), schedules=True, html=html, html_every=2)
     assert summary["cases"] > 0, lines
     return {"out": out, "corpus": corpus, "summary": summary, "writes": writes}

@@ -190,7 +190,7 @@ def test_onnx_cases_travel_as_json_and_mix_into_campaigns():
 
 def test_a_short_onnx_campaign(tmp_path):
     (tmp_path / "c").mkdir()
-    summary = run_campaign(20, tmp_path / "c", seed=2000, echo=lambda s: None, replays=1,
+    summary = run_campaign(8, tmp_path / "c", seed=2000, echo=lambda s: None, replays=1,
                            ir=("onnx",), reduce=None, corpus=tmp_path / "corpus")
     assert summary["cases_by_ir"].get("onnx", 0) == summary["cases"] > 0
     assert summary["verdicts"].get("pass", 0) > 0

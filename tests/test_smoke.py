@@ -84,14 +84,14 @@ def test_usage_and_environment_errors_exit_2(args, tmp_path):
 
 
 def test_only_new_bugs_fail_and_triage_verdicts_count(tmp_path):
-    """Seeds 0..39 meet new bugs and known or expected ones (a known-bug op, CodeGenVM
+    """Seeds 0..15 meet new bugs and known or expected ones (a known-bug op, CodeGenVM
     refusing a mutant's erased types): exit 1 for the new ones only; once a user records them
     as known in a corpus, the same run exits 0 and lists every bug."""
     from corpus import Corpus
     from fuzz.model import Program
 
     out = tmp_path / "out"
-    r = _smoke(["--cases", "40", "--out", str(out)], tmp_path)
+    r = _smoke(["--cases", "16", "--out", str(out)], tmp_path)
     data = json.loads((out / "smoke.json").read_text())
     quiet = [b for b in data["bugs"] if b["status"] in ("known", "expected")]
     assert data["new_bugs"] and quiet, data["bugs"]      # this seed range meets both
@@ -117,7 +117,7 @@ def test_only_new_bugs_fail_and_triage_verdicts_count(tmp_path):
         assert main(["triage", bid, "--known", f"https://example.org/{bid}",
                      "--corpus", str(corpus)]) == 0
     again = tmp_path / "again"
-    r = _smoke(["--cases", "40", "--out", str(again), "--corpus", str(corpus)], tmp_path)
+    r = _smoke(["--cases", "16", "--out", str(again), "--corpus", str(corpus)], tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     data2 = json.loads((again / "smoke.json").read_text())
     assert data2["new_bugs"] == [] and data2["new"] == []

@@ -90,7 +90,7 @@ def test_schedule_steps_are_recorded_and_frozen(runner):
 
 def test_campaign_lists_schedule_primitives(tmp_path):
     (tmp_path / "c").mkdir()
-    summary = run_campaign(30, tmp_path / "c", seed=300, mode="valid", echo=lambda s: None,
+    summary = run_campaign(10, tmp_path / "c", seed=300, mode="valid", echo=lambda s: None,
                            replays=1, ir=("tir",), schedules=True, reduce=None)
     assert summary["cases_by_ir"].get("tir", 0) == summary["cases"] > 0
     prims = summary["schedule_primitives"]

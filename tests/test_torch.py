@@ -166,7 +166,7 @@ def test_repro_of_an_import_finding_reproduces_in_a_fresh_interpreter(tmp_path):
 
 def test_short_torch_campaign(tmp_path):
     (tmp_path / "c").mkdir()
-    summary = run_campaign(40, tmp_path / "c", seed=300, echo=lambda s: None, replays=1,
+    summary = run_campaign(10, tmp_path / "c", seed=300, echo=lambda s: None, replays=1,
                            ir=("torch",), reduce=None, corpus=tmp_path / "corpus")
     assert summary["cases_by_ir"].get("torch", 0) == summary["cases"] >= 2, summary
     assert summary["verdicts"].get("pass", 0) > 0
