@@ -745,3 +745,17 @@ def test_a_known_dtype_bug_is_known_where_its_consumer_is_a_call_tir_or_a_copy(d
     assert o["verdict"] == "fail", o
     status, why = auto_status(prog, o)
     assert status == KNOWN and op in why, (o["message"], why)
+
+
+def test_meshgrid_xy_inference_found_by_the_campaign_check_is_the_known_bug():
+    """meshgrid(indexing="xy") of three tensors: TVM infers (1, 3, 3), it computes numpy's
+    (3, 1, 3). The campaign's shape-inference check words it "infers the wrong extent of dim
+    0", which the known entry's pattern (written for the catalogue's rule check) did not
+    match: the known bug came back as new in a campaign."""
+    from worker.execute import compile_and_run
+
+    prog = Program.loads((ROOT / "tests/data/relax_meshgrid_xy_three_inputs.json").read_text())
+    o = compile_and_run(prog, prog.meta.get("variants")).to_json()
+    assert o["kind"] == "shape_inference" and "infers the wrong extent" in o["message"], o
+    status, why = auto_status(prog, o)
+    assert status == KNOWN and "meshgrid with indexing" in why

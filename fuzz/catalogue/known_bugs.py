@@ -230,7 +230,8 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
              "grouped-query attention (fewer K/V heads than Q heads) passes the shape rule but "
              "legalization reshapes K/V as if they had all heads: wrong results (batch > 1). "
              "Matched by op alone: the trigger is in the input shapes", what=("numeric",)),
-    KnownBug(("relax.meshgrid",), ("*",), r"rule|Tuple|[Ss]hape|mismatch|differ",
+    KnownBug(("relax.meshgrid",), ("*",),
+             r"rule|Tuple|[Ss]hape|mismatch|differ|infers the wrong",
              "meshgrid with indexing=\"xy\" infers the \"ij\" shapes (first two dims not "
              "swapped) while TOPI computes numpy's xy grids: a consumer typed by the inferred "
              "shape then reads a transposed buffer", what=("shape-rule", "materialize",
