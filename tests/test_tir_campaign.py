@@ -349,3 +349,29 @@ def test_a_local_read_before_it_is_written_is_judged_the_same_every_run():
                     times=4)
     assert r["verdict"] == "fail" and r["kind"] == "numeric", r["message"]
     assert r["reproduced"] == 4, r["signatures"]
+
+
+def test_a_near_valid_failure_the_program_has_anyway_is_not_late_validation():
+    """A stride mutation of p1 (campaign seed 601729), while the build dies in codegen on a
+    vectorized if_then_else that never touches p1: with p1's layout put back the build fails
+    the same way, so the finding is that crash, not the malformation's late validation (it
+    was filed under "unvalidated layout"). A malformation the failure needs stays one."""
+    from fuzz.tir.generate import generate_tir, repaired
+    from worker.tir_execute import run_tir_case
+
+    prog = generate_tir(601729, "near_valid", {"axis_separators": False})
+    assert prog.meta["valid_layout"]["buffer"] == "p1"
+    o = run_tir_case(prog, [{"target": {"kind": "llvm"}, "pipeline": "tir"}])
+    assert o.verdict == "fail" and o.kind == "crash", o.to_json()
+    assert "IntImm can only take scalar" in o.message
+    assert o.extra["malformation_not_needed"].startswith("p1: stride")
+
+    case = _late_validation_case()
+    case.meta["valid_layout"] = {"buffer": "A", "how": "param", "strides": None,
+                                 "elem_offset": None, "offset_factor": 0,
+                                 "axis_separators": None}
+    assert repaired(case).params[0].elem_offset is None
+    o = run_tir_case(case, case.meta["variants"])
+    assert o.kind == "late_validation", o.to_json()
+    case.params[0].name = "A2"     # the malformed buffer gone (as a reduction may leave it)
+    assert repaired(case) == "absent"

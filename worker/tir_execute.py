@@ -18,7 +18,7 @@ import time
 from typing import Optional
 
 from . import breadcrumb
-from .execute import Outcome, _fail, pass_watch
+from .execute import Outcome, _fail, first_message_line, pass_watch
 from .uninit import FIRST_PAINT, painter, painter_or_none, reads_uninitialized
 from .variants import Variant, tvm_target
 
@@ -118,10 +118,16 @@ def run_tir_case(prog, variants: Optional[list] = None, input_seed: int = 0,
             if sched and is_schedule_noise(str(e)):
                 # A lowering precondition no primitive checks (nested parallel loops).
                 return done(_fail("build", e, kind="schedule_noise", verdict="rejected"), v)
-            if invalid_reason and ok:
+            if invalid_reason and ok and not _fails_anyway(prog, v, e, sched, extra):
                 return done(_fail("build", e, kind="late_validation",
                                   extra={"failing_pass": watch.current or "codegen",
                                          "invalid": invalid_reason}), v)
+            if invalid_reason and ok:
+                # The program fails the same way with the buffer's layout put back: its own
+                # bug, not the malformation's (a vectorized if_then_else's codegen check was
+                # filed under a stride mutation that did not touch it).
+                extra["malformation_not_needed"] = invalid_reason
+                return done(_fail("build", e, extra={"failing_pass": watch.current or ""}), v)
             if not ok:
                 return done(_fail("build", e, kind="rejected", verdict="rejected"), v)
             return done(_fail("build", e, extra={"failing_pass": watch.current or ""}), v)
@@ -272,6 +278,30 @@ def draw_schedule(mod, sched: dict):
 
     return TS.random_schedule(mod, random.Random(int(sched.get("seed", 0))),
                               steps=int(sched.get("steps", 6)))
+
+
+def _fails_anyway(prog, v: Variant, e: BaseException, sched, extra: dict) -> bool:
+    """Does the near-valid mutant's build failure ``e`` also happen with the malformed
+    buffer's layout put back (``fuzz.tir.generate.repaired``), or with that buffer gone (a
+    reduction removed it)? One more build, only for such a failure. False where it cannot
+    be told (no record, the repaired program does not build to the same end)."""
+    from fuzz.tir import build as TB
+    from fuzz.tir.generate import repaired
+
+    fixed = repaired(prog)
+    if fixed is None or v.pipeline == "call_tir":
+        return False
+    if fixed == "absent":
+        return True
+    try:
+        mod = TB.materialize_tir(fixed)
+        if sched:
+            mod = _schedule(mod, sched, dict(extra))
+        _build(mod, v, pass_watch(False), dict(extra))
+    except Exception as again:  # noqa: BLE001
+        return type(again) is type(e) and first_message_line(str(again)) == \
+            first_message_line(str(e))
+    return False
 
 
 def _build(mod, v: Variant, watch, extra: dict):

@@ -843,6 +843,7 @@ def _mutate(prog: TirProgram, ch: Chooser, features: dict) -> TirProgram:
     if features.get("axis_separators"):
         opts += ["sep"] * 3
     k = ch.choice(opts)
+    before = {b.name: layout_of(b) for b in prog.params + prog.allocs()}
     if k == "sep":
         ones = [b for b in prog.params + prog.allocs() if len(b.shape) == 1 and b.how != "view"]
         b = ch.choice(prog.params + [x for x in prog.allocs() if x.how == "alloc"])
@@ -889,7 +890,35 @@ def _mutate(prog: TirProgram, ch: Chooser, features: dict) -> TirProgram:
         foot = sum((d - 1) * st for d, st in zip(b.shape, strides)) + 1
         base.shape = [max(base.shape[0], max(b.elem_offset, 0) + foot)]
     prog.meta["invalid"] = why
+    # What the malformed buffer was: repaired() puts it back, to tell a failure the
+    # malformation causes from one the program has anyway.
+    prog.meta["valid_layout"] = {"buffer": b.name, **before[b.name]}
     return prog
+
+
+_LAYOUT = ("how", "strides", "elem_offset", "offset_factor", "axis_separators")
+
+
+def layout_of(b) -> dict:
+    return {f: getattr(b, f) for f in _LAYOUT}
+
+
+def repaired(prog: TirProgram):
+    """A near-valid mutant with its malformed buffer's layout put back (``meta["valid_layout"]``,
+    recorded by the mutation); "absent" where that buffer is no longer in the program (a
+    reduction removed it); None where nothing was recorded (an older case)."""
+    rec = (prog.meta or {}).get("valid_layout")
+    if not rec:
+        return None
+    fixed = prog.copy()
+    for b in fixed.params + fixed.allocs():
+        if b.name == rec["buffer"]:
+            for f in _LAYOUT:
+                setattr(b, f, rec.get(f))
+            fixed.meta.pop("invalid", None)
+            fixed.meta.pop("valid_layout", None)
+            return fixed
+    return "absent"
 
 
 def generate_tir(seed: int, mode: str = "valid", features: Optional[dict] = None) -> TirProgram:
