@@ -208,3 +208,23 @@ def test_repro_with_weights_kept_as_inputs_passes_them_to_main(tmp_path):
                        cwd=tmp_path)
     assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
     assert "BUG REPRODUCED" in r.stdout
+
+
+def test_a_numeric_finding_is_named_by_the_first_wrong_imported_op():
+    """Campaign seed 106, reduced: from_exported_program computes conv_transpose1d of float64
+    inputs in float32; a mean and a multiply carry the error to the output. The probe is
+    written, exported and imported the case's way, so the finding is conv1d_transpose's (it
+    was filed as the multiply's, the op at the output)."""
+    from pathlib import Path
+
+    from fuzz.signature import bug_key
+    from worker.replay import load_job
+
+    data = Path(__file__).parent / "data" / "torch_conv1d_transpose_f64_then_multiply.json"
+    o = cases.judge(load_job(data))
+    if o.verdict == "pass":
+        pytest.skip("fixed in the TVM under test")
+    assert (o.verdict, o.kind) == ("fail", "numeric"), o.to_json()
+    assert o.extra["numeric_key"] == "relax.nn.conv1d_transpose:float64", o.to_json()
+    assert o.extra["output_op"] == "relax.multiply:float64"
+    assert bug_key(o) == "numeric | compare | relax.nn.conv1d_transpose"

@@ -285,6 +285,14 @@ class ProgramInputs:
         on (``fuzz.reference.probe_program``), or None."""
         return reference.probe_program(self.program, index)
 
+    def probe_module(self, prog: Program, args: list) -> Optional[tuple]:
+        """(the module to build, its arguments, the reference's values, flat) of a probe
+        program (``probe``), made as the case's module is: here materialized, the case's
+        inputs, numpy. None (or an exception) where the probe cannot be made so: it then
+        names nothing."""
+        return (materialize(prog, check_types=False), list(args),
+                reference.flatten(reference.run(prog, args, self.env)))
+
     def exact(self, v: Variant) -> bool:
         """Are ``v``'s results comparable with numpy's for this program? Not after
         DecomposeOpsForInference where an op runs in training mode: by its documentation it
@@ -529,19 +537,25 @@ def _rerun(source, vm, args, v: Variant) -> list:
 def _guilty_op(source, index: int, v: Variant, args, workdir) -> Optional[str]:
     """The numeric key (op:dtype) of the first value, in program order, that is wrong while
     the values it is computed from are right: the case rebuilt to return every value output
-    ``index`` depends on (one more build, only for a finding). None when the source has no
-    program model, or the probe does not show the difference (built together, the ops fused
-    differently)."""
+    ``index`` depends on (one more build, only for a finding), made into a module the way the
+    case's was (``source.probe_module``: materialized, or for an ONNX or PyTorch case
+    exported and imported by the same frontend path, so the values judged are the
+    importer's). None when the source has no program model, the probe cannot be made (an op
+    the exporter lacks, an import that fails), or it does not show the difference (built
+    together, the ops fused differently)."""
     made = source.probe(index) if hasattr(source, "probe") else None
     if made is None:
         return None
     prog, names = made
     try:
-        ex = build(materialize(prog, check_types=False), v)
+        built = source.probe_module(prog, args)
+        if built is None:
+            return None
+        mod, probe_args, expected = built
+        ex = build(mod, v)
         vm = load_vm(ex, v, workdir)
-        actual = reference.flatten(_to_numpy(vm[prog.entry](*source.vm_args(args, v))))
-        expected = reference.flatten(reference.run(prog, args, source.env))
-    except Exception:  # noqa: BLE001 - a probe that does not build or run says nothing
+        actual = reference.flatten(_to_numpy(vm[prog.entry](*source.vm_args(probe_args, v))))
+    except Exception:  # noqa: BLE001 - a probe that cannot be made, built or run says nothing
         return None
     diff = reference.compare(prog, expected, actual)
     if diff is None or len(actual) != len(names):

@@ -134,11 +134,12 @@ class ImportedInputs(ProgramInputs):
     """What a frontend case gives the judge: the program's inputs (``fuzz.inputs``, the same
     arrays the frontend's reference ran on) bound by name to the imported ``main``'s
     parameters (``make``, per frontend), the reference's outputs, the program's tolerances and
-    numeric keys."""
+    numeric keys; the case's frontend options (``opts``) make its probe the same way."""
 
-    def __init__(self, program: Program, input_seed: int, mod, by_name: dict, expected: list):
+    def __init__(self, program: Program, input_seed: int, mod, by_name: dict, expected: list,
+                 opts=None):
         super().__init__(program, input_seed)
-        self.mod, self.by_name, self.expected = mod, by_name, expected
+        self.mod, self.by_name, self.expected, self.opts = mod, by_name, expected, opts
         self.has_reference = True
 
     def refused(self, e: BaseException, stage: str = "inputs") -> Outcome:
@@ -147,7 +148,23 @@ class ImportedInputs(ProgramInputs):
     def reference(self, args: list) -> list:
         return list(self.expected)
 
-    def probe(self, index: int):
-        """None: the module judged is the frontend's import, not the program materialized, so
-        rebuilding the program to find its first wrong value would judge another module."""
-        return None
+    def probe_module(self, prog: Program, args: list) -> Optional[tuple]:
+        """The probe program taken through the case's own path (``import_probe``: exported
+        with the case's options, the frontend's reference run on it, imported with the case's
+        flags), so its first wrong value is judged on what the importer made, not on the
+        program materialized. The values are numpy's where the frontend's reference agrees
+        with numpy on every one of them (as the case's outputs had to); None where it does
+        not (an export whose intermediate values mean something else: no name is better
+        than a wrong one), or where the probe has no export or import (``import_probe``
+        raises: ``_guilty_op`` then names nothing)."""
+        env, arrays = make_inputs(self.program, self.seed)
+        mod, main_args, theirs = self.import_probe(prog, arrays)
+        ours = reference.flatten(reference.run(prog, arrays, env))
+        if reference.compare(prog, ours, theirs) is not None:
+            return None
+        return mod, main_args, ours
+
+    def import_probe(self, prog: Program, arrays: list) -> tuple:
+        """(the imported module, its arguments, the frontend's reference values, flat) of
+        the probe program ``prog`` on the case's inputs ``arrays``; per frontend."""
+        raise NotImplementedError

@@ -151,18 +151,45 @@ def declared_output_problem(mod, expected: list, env: dict) -> Optional[str]:
 REPRO_CODE = (output_type_problem,)
 
 
+def main_args(mod, by_name: dict) -> list:
+    """The imported ``main``'s arguments by its parameters' names (graph inputs, and
+    initializers kept as parameters)."""
+    from fuzz import compat
+
+    names = [compat.var_name(p) for p in mod["main"].params]
+    missing = [n for n in names if n not in by_name]
+    if missing:
+        raise KeyError(f"imported main has parameters no input names: {missing}")
+    return [by_name[n] for n in names]
+
+
+def _by_name(model, program: Program, opts, arrays: list) -> dict:
+    """What can be bound to an imported ``main``'s parameters: initializers (the weights and
+    the exporter's constants, parameters under ``keep_params_in_input``) and the feeds."""
+    from onnx import numpy_helper
+
+    from fuzz.onnx_export import feeds
+
+    return {**{t.name: numpy_helper.to_array(t) for t in model.graph.initializer},
+            **feeds(program, opts, arrays)}
+
+
 class OnnxInputs(ImportedInputs):
     """An ONNX case's inputs: by name to the imported ``main``'s parameters (graph inputs, and
     initializers kept as parameters); onnxruntime's outputs are the reference."""
 
     def make(self) -> list:
-        from fuzz import compat
+        return main_args(self.mod, self.by_name)
 
-        names = [compat.var_name(p) for p in self.mod["main"].params]
-        missing = [n for n in names if n not in self.by_name]
-        if missing:
-            raise KeyError(f"imported main has parameters no input names: {missing}")
-        return [self.by_name[n] for n in names]
+    def import_probe(self, prog: Program, arrays: list) -> tuple:
+        """The probe exported at the case's opset and options, onnxruntime's values (graph
+        outputs in the probe's order), imported with the case's ``from_onnx`` options."""
+        from fuzz.onnx_export import export, feeds
+
+        model = export(prog, self.opts, arrays)
+        theirs = onnxruntime_outputs(model, feeds(prog, self.opts, arrays))
+        mod = import_model(model, prog, self.opts, arrays)
+        return mod, main_args(mod, _by_name(model, prog, self.opts, arrays)), theirs
 
 
 def judge_onnx(program: Program, variants: Optional[list] = None,
@@ -214,11 +241,8 @@ def judge_onnx(program: Program, variants: Optional[list] = None,
         return done(type_finding(mod, problem))
     # Initializers (weights and the exporter's constants) are parameters of main with
     # keep_params_in_input.
-    from onnx import numpy_helper
-
-    by_name = {**{t.name: numpy_helper.to_array(t) for t in model.graph.initializer},
-               **feeds(program, opts, arrays)}
-    out = judge_module(mod, OnnxInputs(program, input_seed, mod, by_name, expected), variants,
-                       t0=t0)
+    by_name = _by_name(model, program, opts, arrays)
+    out = judge_module(mod, OnnxInputs(program, input_seed, mod, by_name, expected, opts),
+                       variants, t0=t0)
     out.extra.setdefault("onnx", opts.to_json())
     return out

@@ -191,6 +191,23 @@ class TorchInputs(ImportedInputs):
     def make(self) -> list:
         return main_inputs(self.mod, self.by_name)
 
+    def import_probe(self, prog: Program, arrays: list) -> tuple:
+        """The probe written as a module with the case's options, eager PyTorch's values
+        (forward returns them in the probe's order), exported (and decomposed) and imported
+        with the case's flags."""
+        import torch
+
+        from fuzz.torch_export import full_source, user_inputs
+
+        model, dynamic = load_module(full_source(prog, self.opts, arrays))
+        ins = user_inputs(prog, self.opts, arrays)
+        args = tuple(to_torch(a) for a in ins.values())
+        with torch.no_grad():
+            theirs = [to_numpy(t) for t in model(*args)]
+        ep = export_program(model, args, list(ins), dynamic, bool(self.opts.decompose))
+        mod = import_program(ep, self.opts)
+        return mod, main_inputs(mod, ins), theirs
+
 
 def imported_module(program: Program, input_seed: int = 0):
     """The module TVM imports from ``program``'s exported program (for printing a finding)."""
@@ -278,7 +295,7 @@ def judge_torch(program: Program, variants: Optional[list] = None,
         return done(_fail("import", e, "tvmfuzz_error", "invalid"))
     if problem:
         return done(type_finding(mod, problem))
-    out = judge_module(mod, TorchInputs(program, input_seed, mod, ins, expected), variants,
+    out = judge_module(mod, TorchInputs(program, input_seed, mod, ins, expected, opts), variants,
                        t0=t0)
     out.extra.setdefault("torch", opts.to_json())
     return out
