@@ -413,6 +413,16 @@ def bug_key(outcome: OutcomeLike) -> str:
     outcome = outcome_fields(outcome)
     if outcome.get("verdict") == "pass":
         return ""
+    extra = outcome.get("extra") or {}
+    if outcome.get("kind") == "crash" and outcome.get("stage") == "import" \
+            and extra.get("dtype_op"):
+        # An import crash on mixed dtypes (Mul: float32 x float64) whose float64 an earlier
+        # converter declared against onnxruntime's float32 (worker.onnx_judge.dtype_origin):
+        # that declared-dtype finding's bug, keyed as it is (kind, stage, op; no throw site
+        # or crashing converter), not a second bug of the converter that met it.
+        outcome = {**outcome, "kind": "shape_inference", "throw_site": "",
+                   "extra": {k: v for k, v in extra.items()
+                             if k not in ("converter", "converter_root")}}
     kind = outcome.get("kind", "")
     site = re.sub(r":\d+$", "", outcome.get("throw_site", "") or "")
     site = posixpath.normpath(site) if site else ""   # dir/../file.h is one file

@@ -157,6 +157,57 @@ def test_a_declared_output_type_onnxruntime_contradicts_is_shape_inference():
     assert (o.verdict, o.kind, o.stage) == ("fail", "shape_inference", "import"), o.to_json()
 
 
+def test_an_import_crash_on_a_wrong_declared_dtype_is_that_dtype_finding_s_bug():
+    """Campaign case, pinned (tests/data/onnx_one_hot_f64_then_multiply.json): OneHot with
+    float32 values, which TVM 0.27's import declares float64 (relax.one_hot), times a float32
+    input: Mul's converter crashes on float32 x float64. It was filed as Mul's bug beside
+    OneHot's dtype finding; the crash now names the op that declared the wrong dtype (the
+    model truncated before the Mul, its declared types against onnxruntime's), so both are
+    one bug."""
+    from pathlib import Path
+
+    from fuzz.signature import bug_id, bug_key
+    from worker.replay import load_job
+
+    data = Path(__file__).parent / "data" / "onnx_one_hot_f64_then_multiply.json"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        crash = cases.judge(load_job(data))
+    if crash.verdict == "pass":
+        pytest.skip("fixed in the TVM under test")
+    assert (crash.verdict, crash.kind, crash.stage) == ("fail", "crash", "import"), \
+        crash.to_json()
+    assert crash.extra["converter"] == "Mul._impl_v7"
+    assert crash.extra.get("dtype_op") == "relax.one_hot", crash.to_json()
+    nodes = [Node("v1", "relax.one_hot", ["a"], {"axis": 1, "depth": 1, "dtype": "float32",
+                                                 "off_value": -1.0, "on_value": 2.5},
+                  TensorTy([3, 1], "float32"))]
+    finding = _judge(_one(nodes, [Param("a", TensorTy([3], "int64"), 0, 0)], "v1"), opset=18)
+    assert (finding.kind, finding.extra.get("dtype_op")) == ("shape_inference", "relax.one_hot")
+    assert bug_id(crash) == bug_id(finding)
+    assert bug_key(crash) == "shape_inference | import | declared dtype changed by relax.one_hot"
+
+
+def test_a_mixed_dtype_import_crash_no_converter_declared_keeps_its_own_bug():
+    """Campaign case, pinned: ONNX Selu of a float16 input; its converter subtracts the input
+    from a float32 constant and crashes. No earlier op declared a wrong dtype (Selu reads the
+    graph's input): the crash stays Selu's converter's bug."""
+    from pathlib import Path
+
+    from fuzz.signature import bug_key
+    from worker.replay import load_job
+
+    data = Path(__file__).parent / "data" / "onnx_selu_f16_const.json"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        crash = cases.judge(load_job(data))
+    if crash.verdict == "pass":
+        pytest.skip("fixed in the TVM under test")
+    assert (crash.kind, crash.stage) == ("crash", "import"), crash.to_json()
+    assert "dtype_op" not in crash.extra
+    assert bug_key(crash).endswith("[converter Selu._impl_v1]")
+
+
 def test_a_model_onnxruntime_rejects_is_invalid(monkeypatch):
     """onnxruntime has no float64 Erf kernel (valid ONNX): the exporter leaves that form out;
     written anyway, the model is onnxruntime's refusal, not a finding."""

@@ -578,3 +578,24 @@ def test_a_gpu_primfunc_left_on_the_host_is_one_bug_whichever_op_and_target():
 
     assert signature(o("index_put", "cuda")) != signature(o("take_backward", "webgpu"))
     assert bug_id(o("index_put", "cuda")) == bug_id(o("take_backward", "webgpu"))
+
+
+def test_an_import_crash_a_wrong_declared_dtype_caused_is_that_dtype_finding_s_bug():
+    """ONNX OneHot declared float64 (relax.one_hot) where onnxruntime gives float32: as the
+    graph's output it is a dtype finding; met by a later Mul it is an import crash in Mul's
+    converter, whose origin worker.onnx_judge.dtype_origin names (extra["dtype_op"]). One bug,
+    whatever the crash's throw site and converter; a crash without dtype_op keeps its own."""
+    finding = {"verdict": "fail", "kind": "shape_inference", "stage": "import", "error_type": "",
+               "message": "output 0: declared dtype float64, onnxruntime gives float32",
+               "extra": {"dtype_op": "relax.one_hot"}}
+    crash = _o("Binary operators must have the same datatype for both operands.  However, "
+               "R.multiply(p3, lv5) uses datatype T.float32 on the LHS (Type of R.Tensor((3,), "
+               'dtype="float32")), and datatype T.float64 on the RHS (Type of R.Tensor((3, 2), '
+               'dtype="float64")).', site="src/relax/op/op_common.h:334", stage="import",
+               error_type="TypeError",
+               extra={"converter": "Mul._impl_v7", "dtype_op": "relax.one_hot"})
+    assert signature(crash) != signature(finding)
+    assert bug_key(crash) == bug_key(finding) == \
+        "shape_inference | import | declared dtype changed by relax.one_hot"
+    other = dict(crash, extra={"converter": "Mul._impl_v7"})
+    assert bug_id(other) != bug_id(crash) and "[converter Mul._impl_v7]" in bug_key(other)

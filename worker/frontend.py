@@ -5,6 +5,7 @@ blame, not TVM), an importer's exception as a finding with its converter named, 
 source of the judging loop, whose reference is the frontend's outputs. Sandbox child only."""
 from __future__ import annotations
 
+import re
 from typing import Callable, Optional, Union
 
 from fuzz import reference
@@ -66,7 +67,8 @@ def type_finding(mod, problem: str) -> Outcome:
     operands) is one bug whichever dtype met it."""
     extra = {}
     if "declared dtype" in problem:
-        op = dtype_changer(mod)
+        declared = re.search(r"declared dtype (\w+)", problem)
+        op = dtype_changer(mod, declared.group(1) if declared else "")
         if op:
             extra["dtype_op"] = op
     elif "declared shape" in problem:
@@ -110,22 +112,36 @@ def negative_dim_maker(mod) -> Optional[str]:
     return None
 
 
-def dtype_changer(mod) -> Optional[str]:
+def dtype_changer(mod, declared: str = "") -> Optional[str]:
     """The first binding of ``mod["main"]`` whose op (not astype) makes a float result of a
-    dtype other than its float operands', all of one dtype; None where none does."""
+    dtype other than its float operands', all of one dtype; else, where the wrong dtype
+    ``declared`` is given, the first whose op makes a float result of that dtype from no
+    tensor operand of it (ONNX OneHot's float32 values made float64 PrimValues: relax.one_hot
+    declares float64, its tensor operand is int64); None where none does."""
+    from fuzz import compat
     from tvm import relax
 
     def dtype(e):
         d = getattr(_type(e), "dtype", None)
         return str(d) if d is not None else ""
 
-    for var, call in _main_calls(mod):
+    calls = list(_main_calls(mod))
+    for var, call in calls:
         if call.op.name == "relax.astype":
             continue
         out = dtype(var)
         ins = {dtype(a) for a in call.args if isinstance(a, relax.Expr)} - {""}
         if out.startswith(("float", "bfloat")) and len(ins) == 1 and out not in ins \
                 and next(iter(ins)).startswith(("float", "bfloat")):
+            return call.op.name
+    if not declared.startswith(("float", "bfloat")):
+        return None
+    tensor = compat.tensor_type_class()
+    for var, call in calls:
+        if call.op.name == "relax.astype" or dtype(var) != declared:
+            continue
+        if not any(isinstance(_type(a), tensor) and dtype(a) == declared
+                   for a in call.args if isinstance(a, relax.Expr)):
             return call.op.name
     return None
 

@@ -13,10 +13,12 @@ Stages and verdicts of their own:
 | ``onnxruntime`` | onnxruntime refuses the model or fails running it | ``invalid``, ``onnx_rejected`` |
 | ``onnxruntime`` | its outputs differ from numpy's on the program (the export's fault) | ``invalid``, ``onnx_disagrees`` |
 | ``import`` | ``from_onnx`` raises | ``fail``, ``crash`` (the converter in ``extra``) |
+| ``import`` | ``from_onnx`` raises on mixed dtypes, an earlier converter declared a wrong one | ``fail``, ``crash`` (``extra["dtype_op"]``: keyed as that dtype finding) |
 | ``import`` | a declared output shape or dtype is not what onnxruntime computed | ``fail``, ``shape_inference`` |
 """
 from __future__ import annotations
 
+import re
 import time
 import warnings
 from typing import Optional
@@ -32,6 +34,12 @@ from . import breadcrumb
 from .execute import _fail, _variants, finish, judge_module
 from .frontend import (ImportedInputs, export_case, import_crash, numpy_disagreement,
                        type_finding)
+
+# An importer's refusal of operands of mixed dtypes: a binary op's, concat's, stack's,
+# where's... inference ("Binary operators must have the same datatype for both operands",
+# "... requires all tensors to have the same dtype", "dtype mismatch").
+_MIXED_DTYPES = re.compile(r"same (?:data ?type|dtype)|(?:data ?type|dtype)s? (?:mismatch|differ)"
+                           r"|mismatch(?:ed)? (?:data ?type|dtype)", re.IGNORECASE)
 
 
 def onnxruntime_outputs(model, feeds: dict) -> list:
@@ -192,6 +200,87 @@ class OnnxInputs(ImportedInputs):
         return mod, main_args(mod, _by_name(model, prog, self.opts, arrays)), theirs
 
 
+def _dim_env(model, program: Program, opts, arrays: list, env: dict) -> dict:
+    """``env`` with the inputs' dims by their ONNX names (dim_param), as the importer names
+    its variables."""
+    from fuzz.onnx_export import feeds
+
+    dim_env = dict(env)
+    by_name = feeds(program, opts, arrays)
+    for vi in model.graph.input:
+        for j, d in enumerate(vi.type.tensor_type.shape.dim):
+            if d.dim_param and by_name.get(vi.name) is not None:
+                dim_env[d.dim_param] = int(np.shape(by_name[vi.name])[j])
+    return dim_env
+
+
+def _crash_nodes(model, exc: BaseException, converter: str) -> list:
+    """The indices of ``model``'s graph nodes an import crash may have come from: the node
+    ``_construct_nodes`` was converting (from the traceback), else every node whose op has
+    the crashing converter's class (``converter``: ``Mul._impl_v7``), in graph order."""
+    by_output = {o: i for i, n in enumerate(model.graph.node) for o in n.output if o}
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code.co_name == "_construct_nodes" and frame.f_code.co_filename.endswith(
+                "onnx_frontend.py"):
+            node = frame.f_locals.get("node")
+            outs = [o for o in getattr(node, "output", []) if o in by_output]
+            if outs:
+                return [by_output[outs[0]]]   # the outermost graph's node
+        tb = tb.tb_next
+    cls = converter.split(".")[0]
+    if not cls:
+        return []
+    try:
+        from tvm.relax.frontend.onnx.onnx_frontend import _get_convert_map
+
+        convert_map = _get_convert_map()
+    except Exception:  # noqa: BLE001 - another frontend layout
+        return []
+    return [i for i, n in enumerate(model.graph.node)
+            if getattr(convert_map.get(n.op_type), "__name__", None) == cls]
+
+
+def dtype_origin(model, program: Program, opts, arrays: list, env: dict,
+                 exc: BaseException, converter: str) -> Optional[str]:
+    """Where ``from_onnx`` crashed on operands of mixed dtypes (``exc``, in ``converter``):
+    the op an earlier converter made with a dtype other than onnxruntime's (what
+    ``type_finding`` names as ``dtype_op``), or None. The model truncated before the crashing
+    node (its inputs made graph outputs, ``onnx.utils.Extractor``: the same opset, nodes and
+    initializers) is imported with the case's options and its declared output types checked
+    against onnxruntime's outputs, as a case's are. One wrong declared dtype is one bug, whether
+    a graph returns it (a dtype finding) or a later converter meets it (this crash). None where
+    the truncated model does not import, or declares onnxruntime's dtypes."""
+    import onnx
+    from onnx.utils import Extractor
+
+    from fuzz.onnx_export import feeds
+
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+        made = {o for n in model.graph.node for o in n.output if o}
+        extractor = Extractor(inferred)
+    except Exception:  # noqa: BLE001 - no types to truncate with: the crash stays as it is
+        return None
+    for index in _crash_nodes(model, exc, converter):
+        outputs = list(dict.fromkeys(i for i in model.graph.node[index].input if i in made))
+        if not outputs:
+            continue
+        try:
+            part = extractor.extract_model([vi.name for vi in model.graph.input], outputs)
+            expected = onnxruntime_outputs(part, feeds(program, opts, arrays))
+            mod = import_model(part, program, opts, arrays)
+            problem = declared_output_problem(mod, expected,
+                                              _dim_env(part, program, opts, arrays, env))
+        except Exception:  # noqa: BLE001 - the truncated model fails elsewhere: no origin
+            continue
+        op = type_finding(mod, problem).extra.get("dtype_op") if problem else None
+        if op:
+            return op
+    return None
+
+
 def judge_onnx(program: Program, variants: Optional[list] = None,
                input_seed: int = 0) -> Outcome:
     from fuzz.onnx_export import NotExportable, OnnxOptions, export, feeds
@@ -224,15 +313,14 @@ def judge_onnx(program: Program, variants: Optional[list] = None,
     try:
         mod = import_model(model, program, opts, arrays)
     except Exception as e:  # noqa: BLE001
-        return done(import_crash(e, converter_frame))
-    # The inputs' dims by their ONNX names (dim_param), as the importer names its variables.
-    dim_env = dict(env)
-    for vi in model.graph.input:
-        for j, d in enumerate(vi.type.tensor_type.shape.dim):
-            if d.dim_param:
-                arr = feeds(program, opts, arrays).get(vi.name)
-                if arr is not None:
-                    dim_env[d.dim_param] = int(np.shape(arr)[j])
+        crash = import_crash(e, converter_frame)
+        if _MIXED_DTYPES.search(str(e)):
+            op = dtype_origin(model, program, opts, arrays, env, e,
+                              crash.extra.get("converter", ""))
+            if op:
+                crash.extra["dtype_op"] = op
+        return done(crash)
+    dim_env = _dim_env(model, program, opts, arrays, env)
     try:
         problem = declared_output_problem(mod, expected, dim_env)
     except Exception as e:  # noqa: BLE001 - a type tvmfuzz cannot read
