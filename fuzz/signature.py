@@ -49,7 +49,7 @@ _OFFENDING = re.compile(r"Offending call:\s*R\.([\w.]+)\(")
 CODEGEN_REFUSAL = "cannot emit this Relax operator directly"
 
 # Bumped whenever bug_key's definition changes: a corpus then recomputes its buckets' bug ids.
-BUG_KEY_VERSION = 6
+BUG_KEY_VERSION = 7
 
 # --- names ---------------------------------------------------------------------------------
 PLACEHOLDER = "$"
