@@ -141,7 +141,10 @@ def converter_frame(exc: BaseException) -> str:
                 import re
 
                 m = re.search(r"\[(.*?)\]", str(exc))
-                found = "unsupported " + (m.group(1).replace("'", "") if m else "?")
+                # TVM lists them from a set: in any order from one run to the next
+                names = sorted(n.strip() for n in m.group(1).replace("'", "").split(",")) \
+                    if m else ["?"]
+                found = "unsupported " + ", ".join(names)
         tb = tb.tb_next
     return found
 
