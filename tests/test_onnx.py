@@ -157,6 +157,21 @@ def test_a_declared_output_type_onnxruntime_contradicts_is_shape_inference():
     assert (o.verdict, o.kind, o.stage) == ("fail", "shape_inference", "import"), o.to_json()
 
 
+def _judge_pinned(name: str):
+    """A pinned campaign case (tests/data/NAME) judged; skipped where the TVM under test
+    passes it (fixed there)."""
+    from pathlib import Path
+
+    from worker.replay import load_job
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        o = cases.judge(load_job(Path(__file__).parent / "data" / name))
+    if o.verdict == "pass":
+        pytest.skip("fixed in the TVM under test")
+    return o
+
+
 def test_an_import_crash_on_a_wrong_declared_dtype_is_that_dtype_finding_s_bug():
     """Campaign case, pinned (tests/data/onnx_one_hot_f64_then_multiply.json): OneHot with
     float32 values, which TVM 0.27's import declares float64 (relax.one_hot), times a float32
@@ -164,17 +179,9 @@ def test_an_import_crash_on_a_wrong_declared_dtype_is_that_dtype_finding_s_bug()
     OneHot's dtype finding; the crash now names the op that declared the wrong dtype (the
     model truncated before the Mul, its declared types against onnxruntime's), so both are
     one bug."""
-    from pathlib import Path
-
     from fuzz.signature import bug_id, bug_key
-    from worker.replay import load_job
 
-    data = Path(__file__).parent / "data" / "onnx_one_hot_f64_then_multiply.json"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        crash = cases.judge(load_job(data))
-    if crash.verdict == "pass":
-        pytest.skip("fixed in the TVM under test")
+    crash = _judge_pinned("onnx_one_hot_f64_then_multiply.json")
     assert (crash.verdict, crash.kind, crash.stage) == ("fail", "crash", "import"), \
         crash.to_json()
     assert crash.extra["converter"] == "Mul._impl_v7"
@@ -192,17 +199,9 @@ def test_a_mixed_dtype_import_crash_no_converter_declared_keeps_its_own_bug():
     """Campaign case, pinned: ONNX Selu of a float16 input; its converter subtracts the input
     from a float32 constant and crashes. No earlier op declared a wrong dtype (Selu reads the
     graph's input): the crash stays Selu's converter's bug."""
-    from pathlib import Path
-
     from fuzz.signature import bug_key
-    from worker.replay import load_job
 
-    data = Path(__file__).parent / "data" / "onnx_selu_f16_const.json"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        crash = cases.judge(load_job(data))
-    if crash.verdict == "pass":
-        pytest.skip("fixed in the TVM under test")
+    crash = _judge_pinned("onnx_selu_f16_const.json")
     assert (crash.kind, crash.stage) == ("crash", "import"), crash.to_json()
     assert "dtype_op" not in crash.extra
     assert bug_key(crash).endswith("[converter Selu._impl_v1]")
