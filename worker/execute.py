@@ -140,10 +140,16 @@ def unbound_gpu_funcs(mod) -> list:
         text = f.script()
         # (host code that only hands the buffers to a library, call_packed, is that library's
         # business)
-        if not any(t in text for t in ("launch_thread", "thread_binding", "call_packed",
-                                       "call_extern")):
+        if not gpu_thread(text) and "call_packed" not in text and "call_extern" not in text:
             found.append((gv.name_hint, kind))
     return sorted(found)
+
+
+def gpu_thread(text: str) -> str:
+    """The first GPU thread a PrimFunc's printed TIR binds ("threadIdx.x"; 0.27 has no
+    Python TIR visitor), "" where it binds none."""
+    m = _GPU_THREAD.search(text)
+    return m.group(0) if m else ""
 
 
 def host_code_message(found: list) -> str:
@@ -175,6 +181,7 @@ def _fail(stage: str, exc: BaseException, kind: str = "crash", verdict: str = "f
                    tvm_throw_site(exc), msg[-4000:], **kw)
 
 
+_GPU_THREAD = re.compile(r"\b(?:blockIdx|threadIdx|vthread)\.[xyz]\b")
 _INSTALL_INCOMPLETE = re.compile(r"Cannot find (?:TVM )?include path")
 _COMPILER_ERROR = re.compile(r"^\S*?(?:\(\d+\))?:?\s*(?:fatal )?error:\s*(.+)$", re.M)
 
@@ -685,5 +692,5 @@ def roundtrip_problem(mod, second_generation: bool = False) -> Optional[tuple]:
 # to_script and from_script: a reproducer names the failing pass and checks the round trip
 # with this code.
 REPRO_CODE = (_pass_watch_class, _has_relax, pass_watch, roundtrip_problem, first_message_line,
-              unbound_gpu_funcs, host_code_message)
-REPRO_CONSTANTS = ("_COMPILER_ERROR",)
+              unbound_gpu_funcs, gpu_thread, host_code_message)
+REPRO_CONSTANTS = ("_COMPILER_ERROR", "_GPU_THREAD")

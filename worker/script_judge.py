@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from . import breadcrumb
-from .execute import Outcome, _fail, _tensor, _variants, finish, judge_module
+from .execute import Outcome, _fail, _tensor, _variants, finish, gpu_thread, judge_module
 from .script_inputs import (NoEntry, NoInputs, entry_function, input_values, output_arrays,
                             vm_arguments)
 from .variants import Variant
@@ -157,7 +157,6 @@ _NOT_FOUND = re.compile(r"cannot find|can't find|not found|undefined symbol|not 
                         re.I)
 
 
-_GPU_THREAD = re.compile(r"\b(?:blockIdx|threadIdx|vthread)\.[xyz]\b")
 _DTENSOR = re.compile(r"\bR\.DTensor\(|\bR\.dist\.")
 _CPU_KINDS = ("llvm", "c")
 
@@ -183,10 +182,10 @@ def device_mismatch(mod, variants: list) -> str:
     if all_cpu:
         for gv, f in mod.functions.items():
             if isinstance(f, tirx.PrimFunc):
-                m = _GPU_THREAD.search(f.script())
-                if m:
+                thread = gpu_thread(f.script())
+                if thread:
                     name = getattr(gv, "name_hint", None) or getattr(gv, "name", "")
-                    return f"PrimFunc {name} binds loops to GPU threads ({m.group(0)}): it is " \
+                    return f"PrimFunc {name} binds loops to GPU threads ({thread}): it is " \
                            f"written for a GPU; the build is for " + ", ".join(sorted(kinds))
     return ""
 
