@@ -118,17 +118,16 @@ def run_tir_case(prog, variants: Optional[list] = None, input_seed: int = 0,
             if sched and is_schedule_noise(str(e)):
                 # A lowering precondition no primitive checks (nested parallel loops).
                 return done(_fail("build", e, kind="schedule_noise", verdict="rejected"), v)
-            if invalid_reason and ok and not _fails_anyway(prog, v, e, sched, extra):
-                return done(_fail("build", e, kind="late_validation",
-                                  extra={"failing_pass": watch.current or "codegen",
-                                         "invalid": invalid_reason}), v)
             if invalid_reason and ok:
+                if not _fails_anyway(prog, v, e, sched, extra):
+                    return done(_fail("build", e, kind="late_validation",
+                                      extra={"failing_pass": watch.current or "codegen",
+                                             "invalid": invalid_reason}), v)
                 # The program fails the same way with the buffer's layout put back: its own
-                # bug, not the malformation's (a vectorized if_then_else's codegen check was
-                # filed under a stride mutation that did not touch it).
+                # crash (below), not the malformation's (a vectorized if_then_else's codegen
+                # check was filed under a stride mutation that did not touch it).
                 extra["malformation_not_needed"] = invalid_reason
-                return done(_fail("build", e, extra={"failing_pass": watch.current or ""}), v)
-            if not ok:
+            elif not ok:
                 return done(_fail("build", e, kind="rejected", verdict="rejected"), v)
             return done(_fail("build", e, extra={"failing_pass": watch.current or ""}), v)
         if not v.runnable_here:
