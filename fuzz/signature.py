@@ -423,6 +423,7 @@ def bug_key(outcome: OutcomeLike) -> str:
         outcome = {**outcome, "kind": "shape_inference", "throw_site": "",
                    "extra": {k: v for k, v in extra.items()
                              if k not in ("converter", "converter_root")}}
+        extra = outcome["extra"]
     kind = outcome.get("kind", "")
     site = re.sub(r":\d+$", "", outcome.get("throw_site", "") or "")
     site = posixpath.normpath(site) if site else ""   # dir/../file.h is one file
@@ -433,7 +434,6 @@ def bug_key(outcome: OutcomeLike) -> str:
         kind = _ROOT_KIND.get(kind, kind)
     parts = [kind, site or outcome.get("stage", "")]
     if kind == "numeric":
-        extra = outcome.get("extra") or {}
         root = _numeric_root(extra.get("numeric_key", ""))
         if ("torch" in extra or "onnx" in extra) and re.fullmatch(r"relax\.[\w.]+:\w+", root):
             # A frontend case's wrong op: what the importer made of it (PyTorch's selu
@@ -441,12 +441,12 @@ def bug_key(outcome: OutcomeLike) -> str:
             # bugs), whichever dtype met it.
             root = root.split(":")[0]
         parts.append(root)
-    elif kind == "shape_inference" and (outcome.get("extra") or {}).get("dtype_op"):
+    elif kind == "shape_inference" and extra.get("dtype_op"):
         # An imported module declaring another dtype than the reference's: the op that made
         # it (worker.frontend.type_finding), whichever dtypes met it.
-        parts.append(f"declared dtype changed by {outcome['extra']['dtype_op']}")
-    elif kind == "shape_inference" and (outcome.get("extra") or {}).get("negative_dim_op"):
-        parts.append(f"negative dim declared by {outcome['extra']['negative_dim_op']}")
+        parts.append(f"declared dtype changed by {extra['dtype_op']}")
+    elif kind == "shape_inference" and extra.get("negative_dim_op"):
+        parts.append(f"negative dim declared by {extra['negative_dim_op']}")
     elif kind == "gpu_host_code":
         # The build's one failure to refuse (or schedule) a GPU PrimFunc with no thread,
         # whichever op's legalization left it so and whichever GPU target (worker.execute.
@@ -460,7 +460,6 @@ def bug_key(outcome: OutcomeLike) -> str:
         # Two different segfaults are two bugs: where no pass or primitive names the place,
         # the frame does. Where one does, not the frame: memory damage inside one primitive
         # ends by SIGSEGV in it one run (a frame) and by glibc's SIGABRT the next (none).
-        extra = outcome.get("extra") or {}
         if not extra.get("failing_pass") and not _primitive(outcome):
             parts.append(_native_frame(outcome, root=True))
     elif kind == "roundtrip" and _ROUNDTRIP_FIELD.search(
@@ -477,7 +476,6 @@ def bug_key(outcome: OutcomeLike) -> str:
             ops = [m.group(0) for m in _OPS_NAMED.finditer(msg[b:])]
             parts.append(" ".join([f"Check failed: {msg[a:b]}"] + ops))
         else:
-            extra = outcome.get("extra") or {}
             if (extra.get("failing_pass") or _primitive(outcome)) and (
                     _ACCESS_INDICES.search(msg)
                     or _ACCESS_REGION.search(outcome.get("message") or "")):
@@ -498,8 +496,7 @@ def bug_key(outcome: OutcomeLike) -> str:
             # refusal whatever the shapes it met (ONNX Selu's float32 constant against a
             # float16 input, seen with a (3, 1) and a 0-d input as two bugs).
             msg = _TENSOR_TYPE_SHAPE.sub("R.Tensor(<shape>", msg)
-            if outcome.get("stage") == "import" and (outcome.get("extra") or {}).get(
-                    "converter"):
+            if outcome.get("stage") == "import" and extra.get("converter"):
                 # An ONNX converter refusing a dtype ("dtype mismatch between input (int64)
                 # and attribute"): one converter's one defect, whichever dtype met it.
                 msg = _DTYPE_WORD.sub("<dtype>", msg)
