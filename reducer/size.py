@@ -7,7 +7,22 @@ import ast
 import re
 
 _INT = re.compile(r"(?<![\w.])\d+(?![\w.])")
-_DTYPE = re.compile(r'"(float16|float64|bfloat16|u?int\d+|bool)"')
+_DTYPE = re.compile(r'"(float\d+\w*|bfloat16|u?int\d+)"')
+
+
+def plain_dtype(dtype: str) -> str:
+    """The dtype a reduced case writes for ``dtype``: float32 for a float, int32 for an
+    integer (an index operand stays an integer: a float32 index is not what a user writes),
+    a bool stays a bool."""
+    if dtype.startswith(("float", "bfloat")):
+        return "float32"
+    if dtype.startswith(("int", "uint")):
+        return "int32"
+    return dtype
+
+
+def plain(dtype: str) -> bool:
+    return plain_dtype(dtype) == dtype
 
 
 def _is_dim_decl(value) -> bool:
@@ -49,10 +64,10 @@ def script_params(text: str) -> int:
 
 
 def _text(text: str) -> int:
-    """A text measure in which shrinking a dim, making a dtype float32 or dropping an
-    attribute all count."""
+    """A text measure in which shrinking a dim, making a dtype plain (``plain_dtype``) or
+    dropping an attribute all count."""
     ints = sum(min(int(m.group(0)), 1000) for m in _INT.finditer(text))
-    return len(text) + ints + 8 * len(_DTYPE.findall(text))
+    return len(text) + ints + 8 * sum(not plain(d) for d in _DTYPE.findall(text))
 
 
 # The measures of TVMScript text, in size-key order (the IR passes name theirs from these).

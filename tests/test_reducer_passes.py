@@ -42,8 +42,6 @@ KNOWN_NO_PROGRESS = {
         "reset_attrs",          # a default may print no shorter (axis=-1 for axis=2)
         "static_dims",          # n becomes 4: the text counts integers, not names
         "shrink_dims",          # TVM may re-infer a longer shape downstream
-        "simplify_dtypes",      # float32 for an R.If's bool condition: the branches' values
-                                # re-infer as unknown shapes, the text does not shrink
     },
 }
 
@@ -204,3 +202,41 @@ def test_the_driver_counts_candidates_that_are_never_smaller():
     assert not asked and d.accepted == 0
     assert d.no_progress == d.per_pass["rename"][2] > 0
     assert any("rename: no progress" in line for line in logs)
+
+
+def _indexing_program():
+    """take(x: float16, i: int64) where (m: bool): each kind of dtype once."""
+    return retype(Program([Function("main", [
+        Param("x", TensorTy([4, 8], "float16")), Param("i", TensorTy([3], "int64"), 0, 3),
+        Param("m", TensorTy([3, 8], "bool"), 0, 1)], [Block(True, [
+            Node("t", "relax.take", ["x", "i"], {"axis": 0, "mode": "fast"}),
+            Node("z", "relax.zeros_like", ["t"], {"dtype": None}),
+            Node("w", "relax.where", ["m", "t", "z"])])], "w")], "main",
+        {"mode": "valid", "seed": 0, "variants": [{}]}))
+
+
+def test_simplify_dtypes_keeps_an_index_an_integer():
+    """A reduced case writes float32 for a float input and int32 for an integer one (an
+    index operand of float32 is not what a user writes, and its values keep their bounds);
+    a bool mask stays bool."""
+    prog = _indexing_program()
+    p = registry.by_name("model", "simplify_dtypes")(ModelContext.of(prog))
+    assert p.targets(prog) == ["float16", "int64"]
+    cand = p.apply(prog, frozenset(range(2)))
+    tys = {q.name: (q.ty.dtype, q.lo, q.hi) for q in cand.main.params}
+    assert tys == {"x": ("float32", -2.0, 2.0), "i": ("int32", 0, 3), "m": ("bool", 0, 1)}
+    assert registry.decreased("model", cand, prog) == "dtypes"
+    assert p.targets(cand) == []
+
+
+def test_ir_simplify_dtypes_keeps_an_index_an_integer():
+    from fuzz.materialize import materialize, to_script
+    from reducer import jobs
+
+    text = to_script(materialize(_indexing_program()))
+    out = jobs.ir_apply({"text": text, "pass": "simplify_dtypes", "hints": ["take"],
+                         "chosen": [[0, 1]]})["texts"][0]
+    assert 'x: R.Tensor((4, 8), dtype="float32")' in out, out
+    assert 'i: R.Tensor((3,), dtype="int32")' in out, out
+    assert 'm: R.Tensor((3, 8), dtype="bool")' in out, out
+    assert registry.decreased("ir", out, text) == "text"

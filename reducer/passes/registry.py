@@ -36,7 +36,7 @@ MODEL = (                                   # Relax cases (fuzz.model); size: mo
     "drop_annotations.DropAnnotations",     # near-valid promises undone
     "static_dims.StaticDims",               # symbolic dims static
     "shrink_dims.ShrinkDims",               # static dims to 1 or half
-    "simplify_dtypes.SimplifyDtypes",       # float32
+    "simplify_dtypes.SimplifyDtypes",       # float32 / int32
     "simplify_attrs.SimplifyAttrs",         # attributes toward plain values
     "simplify_variant.SimplifyVariant",     # plain build options
     "simplify_onnx.SimplifyOnnx",           # ONNX export/import flags off (ONNX cases)
@@ -68,7 +68,7 @@ IR = (                                      # TVMScript as raw Relax IR; size: r
     "plain_blocks.PlainBlocks",             # no dataflow blocks
     "static_dims.StaticDims",               # symbolic dims static
     "shrink_dims.ShrinkDims",               # static dims to 1 or half
-    "simplify_dtypes.SimplifyDtypes",       # float32
+    "simplify_dtypes.SimplifyDtypes",       # float32 / int32
     "reset_attrs.ResetAttrs",               # operator attributes to their defaults
 )
 

@@ -1,13 +1,14 @@
 from __future__ import annotations
 
-from fuzz.generate import default_range
 from fuzz.model import TensorTy, ty_from_json
 
+from ...size import plain, plain_dtype
 from ..base import ModelPass
 
 
 class SimplifyDtypes(ModelPass):
-    """float32 instead of another dtype, for all inputs of that dtype at once."""
+    """The plain dtype of its kind (``reducer.size.plain_dtype``: float32 for a float, int32
+    for an integer) instead of another, for all inputs of that dtype at once."""
 
     name = "simplify_dtypes"
     measures = ("dtypes",)
@@ -18,7 +19,7 @@ class SimplifyDtypes(ModelPass):
         for f in prog.functions:
             for p in f.params:
                 for t in (p.ty, p.actual):
-                    if isinstance(t, TensorTy) and t.dtype not in ("", "float32"):
+                    if isinstance(t, TensorTy) and t.dtype and not plain(t.dtype):
                         ds.add(t.dtype)
         return sorted(ds)
 
@@ -26,15 +27,13 @@ class SimplifyDtypes(ModelPass):
         gone = set(chosen)
         for f in prog.functions:
             for p in f.params:
-                for attr in ("ty", "actual"):
-                    t = getattr(p, attr)
+                for attr in ("ty", "actual"):   # the input's range stays: it fits the
+                    t = getattr(p, attr)          # plain dtype of its kind
                     if isinstance(t, TensorTy) and t.dtype in gone:
-                        setattr(p, attr, TensorTy(t.shape, "float32", t.ndim))
-                if p.runtime_ty.dtype == "float32" and (p.lo, p.hi) != default_range("float32"):
-                    p.lo, p.hi = default_range("float32")
+                        setattr(p, attr, TensorTy(t.shape, plain_dtype(t.dtype), t.ndim))
             for n in f.nodes():
                 if n.op in ("match_cast", "const"):
                     t = ty_from_json(n.attrs["ty"])
                     if isinstance(t, TensorTy) and t.dtype in gone:
-                        n.attrs["ty"] = TensorTy(t.shape, "float32", t.ndim).to_json()
+                        n.attrs["ty"] = TensorTy(t.shape, plain_dtype(t.dtype), t.ndim).to_json()
         return True

@@ -9,6 +9,8 @@ from __future__ import annotations
 from fuzz.catalogue import CATALOGUE
 from fuzz.model import Program, TensorTy
 
+from ...size import plain
+
 from .helpers import ty_vars, variants
 
 
@@ -61,7 +63,8 @@ def _dims(prog: Program) -> int:
 
 
 def _dtypes(prog: Program) -> int:
-    return sum(isinstance(t, TensorTy) and t.dtype != "float32" for t in _param_types(prog))
+    return sum(isinstance(t, TensorTy) and bool(t.dtype) and not plain(t.dtype)
+               for t in _param_types(prog))
 
 
 def _attrs(prog: Program) -> int:
@@ -98,7 +101,7 @@ MEASURES = {                              # in size-key order: earlier ones weig
     "annotations": _annotations,          # explicit annotations, erased parameter types
     "symbolic_dims": _symbolic_dims,      # of the parameters' runtime types
     "dims": _dims,                        # sum of static parameter dims
-    "dtypes": _dtypes,                    # parameters not float32
+    "dtypes": _dtypes,                    # parameters of a dtype not plain (float32, int32)
     "attrs": _attrs,                      # catalogue-op attributes, by plainness
     "variant_fields": _variant_fields,    # target options, pipeline, exec mode, c target
     "onnx_options": lambda prog: sum(v is True for k, v in (prog.meta.get("onnx") or {}).items()
