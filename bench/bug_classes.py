@@ -46,7 +46,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from worker.campaign import make_case  # noqa: E402
+from worker.campaign import TARGET_KINDS, make_case  # noqa: E402
 from worker.releases import resolve  # noqa: E402
 from worker.sandbox_runner import SandboxRunner  # noqa: E402
 
@@ -65,10 +65,18 @@ def views(prog) -> bool:
                for f in prog.functions for n in f.nodes())
 
 
-def classify(prog) -> str:
+def scans(prog) -> bool:
+    return any(n.op in ("relax.cumsum", "relax.cumprod") for f in prog.functions
+               for n in f.nodes())
+
+
+def classify(prog, outcome) -> str:
+    view = (outcome.extra or {}).get("view") if outcome.kind == "memory_plan_overlap" else None
+    if view == "vm.builtin.reshape":
+        return "C"
     if const_weights(prog) and fused_by_pattern(prog):
         return "A"
-    if views(prog):
+    if views(prog) and view in (None, "match_cast"):
         return "B"
     return "other fixed"
 
@@ -81,6 +89,9 @@ def main() -> None:
     ap.add_argument("--time", type=float, default=180, help="seconds of judging at most")
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--motif-only", action="store_true")
+    ap.add_argument("--targets", default=",".join(TARGET_KINDS),
+                    help="target kinds of the cases (as tvmfuzz run --targets); class C needs "
+                         "a GPU one (opencl, webgpu, cuda: compile-only without a GPU)")
     args = ap.parse_args()
     old = SandboxRunner(python=str(resolve(args.env)), timeout=120)
     new = SandboxRunner(timeout=120)
@@ -93,11 +104,12 @@ def main() -> None:
         while seed < args.seed + args.cases and spent < args.time:
             batch = []
             while len(batch) < args.batch and seed < args.seed + args.cases:
-                prog = make_case(seed, None)
+                prog = make_case(seed, None, targets=tuple(args.targets.split(",")))
                 seed += 1
                 if not hasattr(prog, "functions"):
                     continue
-                if args.motif_only and not (const_weights(prog) or views(prog)):
+                if args.motif_only and not (const_weights(prog) or views(prog)
+                                            or scans(prog)):
                     continue
                 batch.append(prog)
             t = time.perf_counter()
@@ -105,12 +117,12 @@ def main() -> None:
             judged += len(batch)
             for prog, o in zip(batch, outs):
                 counts[o.verdict] += 1
-                if o.verdict != "fail" or o.kind != "numeric":
+                if o.verdict != "fail" or o.kind not in ("numeric", "memory_plan_overlap"):
                     continue
                 again = new(prog.copy())
                 if again.verdict != "pass":
                     continue
-                c = classify(prog)
+                c = classify(prog, o)
                 counts[c] += 1
                 if c not in first:
                     first[c] = (prog.meta["seed"] - args.seed + 1, spent + time.perf_counter() - t,
@@ -123,7 +135,7 @@ def main() -> None:
         new.close()
     print(f"release {args.env}, seeds {args.seed}..{seed - 1}, {judged} judged in {spent:.0f}s"
           f"{' (motif cases only)' if args.motif_only else ''}")
-    for c in ("A", "B", "other fixed"):
+    for c in ("A", "B", "C", "other fixed"):
         if c in first:
             pos, secs, s, sig = first[c]
             print(f"{c:12s} first at case {pos} after {secs:.0f}s judging: seed {s}, {sig}; "

@@ -452,6 +452,11 @@ def bug_key(outcome: OutcomeLike) -> str:
         # whichever op's legalization left it so and whichever GPU target (worker.execute.
         # unbound_gpu_funcs): index_put, take_backward, adaptive_avg_pool3d (NDHWC) so far.
         parts.append("a PrimFunc for a GPU target binds no thread: built as host code")
+    elif kind == "memory_plan_overlap":
+        # Static memory planning placed a tensor over one still read (worker.execute.
+        # planned_overlaps): one bug per kind of view the planner lost track of, whichever op
+        # made it (vm.builtin.reshape: apache/tvm#20134; match_cast: #20220).
+        parts.append(f"storage reused while read through {extra.get('view', '')}")
     elif kind == "signal":
         # One memory error ends by SIGSEGV one run and by glibc's SIGABRT (a corrupted heap)
         # the next: those are one class; SIGFPE, SIGILL... stay themselves.

@@ -90,6 +90,8 @@ def title(outcome: Outcome, ir: str = "relax", status: str = "new") -> str:
         text = f"{fpass or 'A pass'} produces ill-formed Relax IR"
     elif kind == "gpu_host_code":
         text = f"A GPU build leaves a PrimFunc on the host: {msg}"
+    elif kind == "memory_plan_overlap":
+        text = f"Static memory planning overlaps live tensors: {msg}"
     elif kind == "numeric":
         key = outcome.extra.get("numeric_key", "")
         text = f"Wrong result{' of ' + key if key else ''} on {outcome.target}"

@@ -66,6 +66,7 @@ def _pass_watch_class():
             self.ill_formed_after = None
             self.ill_formed_why = ""    # well_formed's own reason, where it gives one
             self.host_code = []         # PrimFuncs for a GPU target left with no GPU thread
+            self.overlaps = []          # tensors memory planning placed over live ones
 
         def ill_formed_message(self) -> str:
             """'<pass> produced ill-formed IR', with well_formed's reason (the binding whose
@@ -103,6 +104,11 @@ def _pass_watch_class():
                 del self.stack[len(self.stack) - 1 - self.stack[::-1].index(info.name):]
             self.finished += 1
             breadcrumb.mark(**{"pass": self.current or None})
+            if info.name == "StaticPlanBlockMemory" and not self.overlaps:
+                try:
+                    self.overlaps = planned_overlaps(mod)
+                except Exception:  # noqa: BLE001 - tvmfuzz's check, never the build's failure
+                    self.overlaps = []
             if not self.check or self.ill_formed_after or not _has_relax(mod):
                 return
             try:
@@ -143,6 +149,96 @@ def unbound_gpu_funcs(mod) -> list:
         if not gpu_thread(text) and "call_packed" not in text and "call_extern" not in text:
             found.append((gv.name_hint, kind))
     return sorted(found)
+
+
+def planned_overlaps(mod) -> list:
+    """(function, storage, tensor, live tensor, the view it is live through) for each
+    ``R.memory.alloc_tensor`` that static memory planning put in a storage, at an offset,
+    where an earlier tensor still lives: a later binding reads it, itself or through a view
+    of it (a rebinding, ``match_cast``, ``reshape``, ``vm.builtin.reshape``, a tuple and its
+    items). Top-level bindings only: an ``R.If`` is one binding that reads what its branches
+    read (a tensor allocated in a branch is not followed)."""
+    import tvm
+    from tvm import relax
+
+    found = []
+    for gv, f in mod.functions.items():
+        if not isinstance(f, relax.Function) or not isinstance(f.body, relax.SeqExpr):
+            continue
+        roots = {}      # var -> {root tensor var: (view op, var)} it aliases
+        place = {}      # root tensor var -> (storage var, offset text), in binding order
+        last = {}       # root tensor var -> (index of its last read, the view op it was read through)
+        allocs = []     # (index, root tensor var)
+        i = 0
+
+        def read(expr, at):
+            for v in relax.analysis.free_vars(expr):
+                for r, via in roots.get(v, {}).items():
+                    if r in place and at >= last.get(r, (-1, ""))[0]:
+                        last[r] = (at, via)
+
+        for block in f.body.blocks:
+            for b in block.bindings:
+                i += 1
+                value, var = b.value, b.var
+                if isinstance(b, relax.MatchCast):
+                    read(value, i)
+                    if isinstance(value, relax.Var):
+                        roots[var] = {r: "match_cast" for r in roots.get(value, {})}
+                    continue
+                op = getattr(value, "op", None)
+                name = (op.name if isinstance(op, tvm.ir.Op) else
+                        op.global_symbol if isinstance(op, relax.ExternFunc) else "")
+                if name == "relax.memory.alloc_tensor":
+                    off = value.args[1]
+                    place[var] = (value.args[0], str(getattr(off, "value", off)))
+                    roots[var] = {var: ""}
+                    allocs.append((i, var))
+                    continue
+                if name in ("relax.memory.kill_tensor", "relax.memory.kill_storage"):
+                    continue
+                read(value, i)
+                if isinstance(value, relax.Var):
+                    roots[var] = dict(roots.get(value, {}))
+                elif name in ("vm.builtin.reshape", "relax.reshape", "relax.memory.view") \
+                        and isinstance(value.args[0], relax.Var):
+                    roots[var] = {r: name for r in roots.get(value.args[0], {})}
+                elif isinstance(value, relax.Tuple):
+                    roots[var] = {r: via for x in value.fields if isinstance(x, relax.Var)
+                                  for r, via in roots.get(x, {}).items()}
+                elif isinstance(value, relax.TupleGetItem) and isinstance(
+                        value.tuple_value, relax.Var):
+                    roots[var] = dict(roots.get(value.tuple_value, {}))
+        read(f.body.body, i + 1)
+        for at, t in allocs:
+            for r, (storage, off) in place.items():
+                if r is t or (storage, off) != place[t] or not isinstance(storage, relax.Var):
+                    continue
+                first = next(a for a, x in allocs if x is r)
+                end, via = last.get(r, (first, ""))
+                if first < at < end:
+                    found.append((_name(gv), _name(storage), _name(t), _name(r),
+                                  via or "direct"))
+    return sorted(found)
+
+
+def _name(v) -> str:
+    """A variable's name on every release (0.26's unified Var calls it ``name``)."""
+    n = getattr(v, "name_hint", None)
+    return str(n if n is not None else getattr(v, "name", "?"))
+
+
+def overlap_message(found: list) -> str:
+    """What memory planning did, in words that stay the same however a reduction renames the
+    variables (they are in the outcome's extra, and in the report)."""
+    via = found[0][4]
+    how = "itself" if via == "direct" else f"through {via}"
+    return (f"StaticPlanBlockMemory reuses the storage of a live tensor, read later {how}")
+
+
+def overlap_detail(found: list) -> str:
+    return "; ".join(f"{fn}: {t} placed in {st} over {r}, still read ({via})"
+                     for fn, st, t, r, via in found)
 
 
 def gpu_thread(text: str) -> str:
@@ -364,6 +460,12 @@ def judge_module(mod, source, variants: list, near_valid: bool = False,
                                     host_code_message(watch.host_code),
                                     extra={"failing_pass": "tirx.SplitHostDevice",
                                            "host_funcs": [n for n, _ in watch.host_code]}), v)
+            if watch.overlaps:
+                return done(Outcome("fail", "memory_plan_overlap", "build", "",
+                                    overlap_message(watch.overlaps),
+                                    extra={"failing_pass": "StaticPlanBlockMemory",
+                                           "view": watch.overlaps[0][4],
+                                           "overlaps": overlap_detail(watch.overlaps)}), v)
             if not v.runnable_here:
                 continue   # compile-only: CUDA without a GPU, or code for another CPU
             if args is None:
@@ -692,5 +794,6 @@ def roundtrip_problem(mod, second_generation: bool = False) -> Optional[tuple]:
 # to_script and from_script: a reproducer names the failing pass and checks the round trip
 # with this code.
 REPRO_CODE = (_pass_watch_class, _has_relax, pass_watch, roundtrip_problem, first_message_line,
-              unbound_gpu_funcs, gpu_thread, host_code_message)
+              unbound_gpu_funcs, gpu_thread, host_code_message, planned_overlaps, _name,
+              overlap_message)
 REPRO_CONSTANTS = ("_COMPILER_ERROR", "_GPU_THREAD")
