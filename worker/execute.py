@@ -155,66 +155,72 @@ def planned_overlaps(mod) -> list:
     """(function, storage, tensor, live tensor, the view it is live through) for each
     ``R.memory.alloc_tensor`` that static memory planning put in a storage, at an offset,
     where an earlier tensor still lives: a later binding reads it, itself or through a view
-    of it (a rebinding, ``match_cast``, ``reshape``, ``vm.builtin.reshape``, a tuple and its
-    items). Top-level bindings only: an ``R.If`` is one binding that reads what its branches
-    read (a tensor allocated in a branch is not followed)."""
+    of it (a rebinding, ``match_cast``, ``reshape``, ``vm.builtin.reshape``, a tuple's field;
+    making a view that nothing reads is no read).
+    Top-level bindings only: an ``R.If`` is one binding that reads what its branches read (a
+    tensor allocated in a branch is not followed)."""
     import tvm
     from tvm import relax
 
+    views = ("vm.builtin.reshape", "relax.reshape", "relax.memory.view")
     found = []
     for gv, f in mod.functions.items():
         if not isinstance(f, relax.Function) or not isinstance(f.body, relax.SeqExpr):
             continue
-        roots = {}      # var -> {root tensor var: (view op, var)} it aliases
-        place = {}      # root tensor var -> (storage var, offset text), in binding order
-        last = {}       # root tensor var -> (index of its last read, the view op it was read through)
-        allocs = []     # (index, root tensor var)
-        i = 0
+        roots = {}      # var -> {root tensor: the view it is read through ("" itself)}
+        fields = {}     # a var bound to a tuple expression -> its fields' roots
+        place = {}      # root tensor -> (storage var, offset), in binding order
+        born = {}       # root tensor -> index of its alloc_tensor binding
+        last = {}       # root tensor -> (index of its last read, the view it was read by)
+
+        def of(x) -> dict:
+            return dict(roots.get(x, {})) if isinstance(x, relax.Var) else {}
 
         def read(expr, at):
             for v in relax.analysis.free_vars(expr):
                 for r, via in roots.get(v, {}).items():
-                    if r in place and at >= last.get(r, (-1, ""))[0]:
+                    if at >= last.get(r, (-1, ""))[0]:
                         last[r] = (at, via)
 
+        i = 0
         for block in f.body.blocks:
             for b in block.bindings:
                 i += 1
                 value, var = b.value, b.var
-                if isinstance(b, relax.MatchCast):
-                    read(value, i)
-                    if isinstance(value, relax.Var):
-                        roots[var] = {r: "match_cast" for r in roots.get(value, {})}
-                    continue
                 op = getattr(value, "op", None)
-                name = (op.name if isinstance(op, tvm.ir.Op) else
-                        op.global_symbol if isinstance(op, relax.ExternFunc) else "")
+                name = (op.name if isinstance(op, tvm.ir.Op) else op.global_symbol
+                        if isinstance(op, relax.ExternFunc) else "")
                 if name == "relax.memory.alloc_tensor":
                     off = value.args[1]
                     place[var] = (value.args[0], str(getattr(off, "value", off)))
+                    born[var] = i
                     roots[var] = {var: ""}
-                    allocs.append((i, var))
                     continue
                 if name in ("relax.memory.kill_tensor", "relax.memory.kill_storage"):
                     continue
-                read(value, i)
-                if isinstance(value, relax.Var):
-                    roots[var] = dict(roots.get(value, {}))
-                elif name in ("vm.builtin.reshape", "relax.reshape", "relax.memory.view") \
-                        and isinstance(value.args[0], relax.Var):
-                    roots[var] = {r: name for r in roots.get(value.args[0], {})}
+                if isinstance(b, relax.MatchCast):
+                    roots[var] = {r: via or "match_cast" for r, via in of(value).items()}
+                elif isinstance(value, relax.Var):
+                    roots[var] = of(value)
+                    if value in fields:
+                        fields[var] = fields[value]
+                elif name in views:
+                    roots[var] = {r: via or name for r, via in of(value.args[0]).items()}
                 elif isinstance(value, relax.Tuple):
-                    roots[var] = {r: via for x in value.fields if isinstance(x, relax.Var)
-                                  for r, via in roots.get(x, {}).items()}
-                elif isinstance(value, relax.TupleGetItem) and isinstance(
-                        value.tuple_value, relax.Var):
-                    roots[var] = dict(roots.get(value.tuple_value, {}))
+                    fields[var] = [of(x) for x in value.fields]
+                    roots[var] = {r: via for x in fields[var] for r, via in x.items()}
+                elif isinstance(value, relax.TupleGetItem):
+                    t = value.tuple_value
+                    roots[var] = (dict(fields[t][value.index]) if t in fields
+                                  and value.index < len(fields[t]) else of(t))
+                else:   # a view is no read: a binding that reads it later reads its root
+                    read(value, i)
         read(f.body.body, i + 1)
-        for at, t in allocs:
-            for r, (storage, off) in place.items():
-                if r is t or (storage, off) != place[t] or not isinstance(storage, relax.Var):
+        for t, at in born.items():
+            for r, first in born.items():
+                storage = place[r][0]
+                if r is t or place[r] != place[t] or not isinstance(storage, relax.Var):
                     continue
-                first = next(a for a, x in allocs if x is r)
                 end, via = last.get(r, (first, ""))
                 if first < at < end:
                     found.append((_name(gv), _name(storage), _name(t), _name(r),
