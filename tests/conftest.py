@@ -60,6 +60,10 @@ def pytest_collection_modifyitems(config, items):
     if not config.getoption("--deploy"):
         skips.append(("deploy", pytest.mark.skip(reason="installs into a fresh virtualenv: "
                                                         "run with --deploy")))
+    if "torch" not in (config.getoption("-m") or ""):
+        # Their own CI step, after the torch extra is installed: importing torch makes every
+        # process that imports TVM slower too (tvm_ffi imports torch whenever it can).
+        skips.append(("torch", pytest.mark.skip(reason="PyTorch cases: run with -m torch")))
     for item in items:
         for name, skip in skips:
             # Markers only: item.keywords also holds directory names (a checkout in deploy/).
