@@ -292,6 +292,10 @@ def test_a_crash_after_a_pass_broke_the_ir_is_that_passs_bug():
                       "StaticPlanBlockMemory produced ill-formed IR: Var lv3 is not defined.",
                       extra={"failing_pass": "StaticPlanBlockMemory"})
     assert bug_id(o) == bug_id(went_on)
+    # the storage allocated in the then branch and used after the If: apache/tvm#20191
+    prog = Program.from_json(json.loads(data.read_text()))
+    status, why = auto_status(prog, o)
+    assert status == KNOWN and "20191" in why, why
 
 
 def test_a_loop_s_invariant_input_never_names_dims_its_caller_defines_in_its_body():

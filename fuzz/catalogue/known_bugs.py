@@ -61,6 +61,11 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
              "branches do not give passes well_formed, compiles, and crashes the process at "
              "run time (segfault in vm.builtin.alloc_tensor)",
              what=("run",), program=_declares_other_ret),
+    KnownBug(("if",), ("*",), r"StaticPlanBlockMemory produced ill-formed IR: Var storage\d* is "
+             r"not defined",
+             "apache/tvm#20191: StaticPlanBlockMemory allocates a storage inside one branch of "
+             "an R.If and uses it in the other branch or after the If, where nothing defines "
+             "it (the storage does not dominate its uses)", what=("build",)),
     KnownBug(("relax.acos", "relax.acosh", "relax.asin", "relax.asinh", "relax.atan",
               "relax.atan2", "relax.cosh", "relax.sinh"), ("float16",),
              r"unknown intrinsic .*tirx\.", "LLVM codegen has no float16 lowering for these "
