@@ -1,0 +1,149 @@
+"""Op family: vision. ``relax.vision.roi_align``.
+
+Both read regions of interest from ``rois`` (num_rois, 5): ``[batch_index, x1, y1, x2, y2]``
+in input coordinates, scaled by ``spatial_scale``. The catalogue passes the rois as a
+constant (``ConstArg``, float32 or float64, whatever the data's dtype: TVM's inference accepts
+any) chosen at sampling time, so that the batch index is a valid one and the box coordinates
+are what the reference needs them to be:
+
+* roi_align (TOPI ``vision/roi_align.py``): each output bin averages (or takes the max of) a
+  grid of bilinear samples, ``sample_ratio`` per side or ``ceil(roi / pooled)`` when it is
+  not positive. A sample outside ``[-1, H] x [-1, W]`` is 0; inside, the coordinate is clamped
+  to the image and the four neighbours inside it are weighted (TOPI's
+  ``bilinear_sample_nchw``). Unaligned rois are at least 1 wide; aligned ones are not
+  stretched. The sampled coordinates are dyadic: scaled box corners on a 1/4 grid, pooled sizes
+  and sample grids of 1, 2 or 4, power-of-two scales, so every coordinate is exact in float32
+  and ``floor`` and the outside test decide the same in TVM and numpy whatever order (or FMA)
+  the arithmetic takes. What is left is continuous in the data.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import dims as D
+from ..model import TensorTy
+from .spec import FLOATS, ConstArg, OpSpec, f64
+
+
+def _finite_small(v) -> bool:
+    return math.isfinite(v.lo) and math.isfinite(v.hi) and abs(v.lo) < 1e4 and abs(v.hi) < 1e4
+
+
+def _hw(x, layout):
+    h, w = (x.shape[2], x.shape[3]) if layout == "NCHW" else (x.shape[1], x.shape[2])
+    return (h if D.is_static(h) else 4), (w if D.is_static(w) else 4)
+
+
+@dataclass
+class RoiAlign(OpSpec):
+    dtypes: tuple = FLOATS
+
+    def sample(self, ctx):
+        ch = ctx.ch
+        layout = ch.choice(("NCHW", "NCHW", "NHWC"))
+
+        def ok(v):
+            return D.is_static(v.shape[0]) and _finite_small(v)
+
+        x = ctx.pick(dtypes=self.dtypes, rank=4, pred=ok, max_dim=6)
+        if not ok(x):
+            return None
+        H, W = _hw(x, layout)
+        scale = ch.choice([1.0, 1.0, 0.5, 0.25, 2.0])
+        pooled = [ch.choice([1, 2, 4]), ch.choice([1, 2, 4])]
+        ratio = ch.choice([-1, -1, 0, 1, 2, 4])
+        aligned = ch.boolean(0.4)
+        rois = []
+        for _ in range(ch.integer(1, 4)):
+            box = None
+            for _try in range(8):
+                # scaled corners on a 1/4 grid, from just outside the image to just past it
+                if ch.boolean(0.75):   # inside the image
+                    c = [ch.integer(0, 4 * W - 4) / 4, ch.integer(0, 4 * H - 4) / 4]
+                    e = [c[0] + ch.integer(1, int(4 * W - 4 * c[0])) / 4,
+                         c[1] + ch.integer(1, int(4 * H - 4 * c[1])) / 4]
+                else:                  # anywhere near it, corners possibly swapped
+                    c = [ch.integer(-6, 4 * W + 2) / 4, ch.integer(-6, 4 * H + 2) / 4]
+                    e = [c[0] + ch.integer(-2, 4 * W) / 4, c[1] + ch.integer(-2, 4 * H) / 4]
+                sizes = [e[1] - c[1], e[0] - c[0]]          # roi_h, roi_w
+                if not aligned:
+                    sizes = [max(s, 1.0) for s in sizes]
+                if ratio <= 0:   # adaptive grid: positive and a power of two
+                    grids = [math.ceil(s / p) for s, p in zip(sizes, pooled)]
+                    if not all(g in (1, 2, 4) for g in grids):
+                        continue
+                box = [float(ch.integer(0, x.shape[0] - 1)),
+                       c[0] / scale, c[1] / scale, e[0] / scale, e[1] / scale]
+                break
+            if box is None:
+                return None
+            rois.append(box)
+        return [x], {"rois": rois, "rois_dtype": ch.choice(("float32", "float64")),
+                     "pooled_size": pooled, "spatial_scale": scale, "sample_ratio": ratio,
+                     "aligned": aligned, "layout": layout, "mode": ch.choice(("avg", "max"))}
+
+    def infer(self, tys, attrs):
+        x = tys[0]
+        n, (ph, pw) = len(attrs["rois"]), attrs["pooled_size"]
+        c = x.shape[1] if attrs["layout"] == "NCHW" else x.shape[3]
+        shape = [n, c, ph, pw] if attrs["layout"] == "NCHW" else [n, ph, pw, c]
+        return TensorTy(shape, x.dtype)
+
+    def interval(self, ins, attrs, out):
+        # avg: a mean of convex combinations (weights summing to at most 1) and zeros;
+        # max: the largest of those
+        return (min(0.0, ins[0].lo), max(0.0, ins[0].hi))
+
+    def call(self, args, attrs):
+        kw = {k: attrs[k] for k in ("pooled_size", "spatial_scale", "sample_ratio", "aligned",
+                                    "layout", "mode")}
+        kw["pooled_size"] = tuple(kw["pooled_size"])
+        return [args[0], ConstArg(attrs["rois"], attrs["rois_dtype"])], kw
+
+    def reference(self, xs, attrs):
+        x = f64(xs[0])
+        if attrs["layout"] == "NHWC":
+            x = x.transpose(0, 3, 1, 2)
+        _, C, H, W = x.shape
+        PH, PW = attrs["pooled_size"]
+        s, ratio = attrs["spatial_scale"], attrs["sample_ratio"]
+        out = np.zeros((len(attrs["rois"]), C, PH, PW))
+
+        def bilinear(img, y, xx):   # img (C, H, W)
+            if y < -1.0 or xx < -1.0 or y > H or xx > W:
+                return np.zeros(C)
+            y, xx = min(max(y, 0.0), H - 1.0), min(max(xx, 0.0), W - 1.0)
+            y0, x0 = math.floor(y), math.floor(xx)
+            ly, lx = y - y0, xx - x0
+            v = np.zeros(C)
+            for yy, wy in ((y0, 1 - ly), (y0 + 1, ly)):
+                for xp, wx in ((x0, 1 - lx), (x0 + 1, lx)):
+                    if 0 <= yy <= H - 1 and 0 <= xp <= W - 1:
+                        v = v + wx * wy * img[:, yy, xp]
+            return v
+
+        for i, roi in enumerate(attrs["rois"]):
+            img = x[int(roi[0])]
+            sx, sy, ex, ey = (r * s for r in roi[1:])
+            rh, rw = ey - sy, ex - sx
+            if not attrs["aligned"]:
+                rh, rw = max(rh, 1.0), max(rw, 1.0)
+            bh, bw = rh / PH, rw / PW
+            gh = ratio if ratio > 0 else math.ceil(rh / PH)
+            gw = ratio if ratio > 0 else math.ceil(rw / PW)
+            for ph in range(PH):
+                for pw in range(PW):
+                    vals = [bilinear(img, sy + ph * bh + (a + 0.5) * bh / gh,
+                                     sx + pw * bw + (b + 0.5) * bw / gw)
+                            for a in range(gh) for b in range(gw)]
+                    out[i, :, ph, pw] = (np.sum(vals, axis=0) / (gh * gw)
+                                         if attrs["mode"] == "avg" else np.max(vals, axis=0))
+        return out if attrs["layout"] == "NCHW" else out.transpose(0, 2, 3, 1)
+
+
+SPECS: list[OpSpec] = [
+    RoiAlign("relax.vision.roi_align", weight=0.4),
+]
