@@ -1,11 +1,12 @@
 """Checks of the vision references that do not need TVM: hand-worked cases of TOPI's
-roi_align semantics."""
+roi_align and roi_pool semantics."""
 import numpy as np
 import pytest
 
-from fuzz.catalogue.vision import RoiAlign
+from fuzz.catalogue.vision import RoiAlign, RoiPool
 
 ALIGN = RoiAlign("relax.vision.roi_align")
+POOL = RoiPool("relax.vision.roi_pool")
 
 
 def _align(x, rois, **kw):
@@ -43,3 +44,17 @@ def test_roi_align_grid_unaligned_and_max():
                sample_ratio=-1, layout="NHWC")
     assert np.array_equal(a.transpose(0, 2, 3, 1), b)
     assert a[0, 0, :, 0] == pytest.approx([4 * 0.5 + 1.5, 4 * 1.5 + 1.5])
+
+
+def test_roi_pool_rounding_and_empty_bins():
+    x = np.arange(20.0).reshape(1, 1, 4, 5)
+    attrs = dict(rois_dtype="float32", pooled_size=[1, 1], spatial_scale=1.0, layout="NCHW")
+    # corners round half up (floor(v + 0.5)): 0.5 -> 1, 2.5 -> 3, -0.5 -> 0
+    out = POOL.reference([x], dict(attrs, rois=[[0, 0.5, -0.5, 2.5, 0.5]]))
+    assert out[0, 0, 0, 0] == x[0, 0, 0:2, 1:4].max()
+    # a roi entirely past the image leaves every bin empty: 0
+    out = POOL.reference([x], dict(attrs, rois=[[0, 7.0, 7.0, 9.0, 9.0]]))
+    assert out[0, 0, 0, 0] == 0.0
+    # bins split floor/ceil: roi height 3 in 2 bins -> rows [0, 2) and [1, 3)
+    out = POOL.reference([x], dict(attrs, rois=[[0, 0.0, 0.0, 0.0, 2.0]], pooled_size=[2, 1]))
+    assert out[0, 0, :, 0].tolist() == [5.0, 10.0]

@@ -1,4 +1,4 @@
-"""Op family: vision. ``relax.vision.roi_align``.
+"""Op family: vision. ``relax.vision.roi_align`` and ``roi_pool``.
 
 Both read regions of interest from ``rois`` (num_rois, 5): ``[batch_index, x1, y1, x2, y2]``
 in input coordinates, scaled by ``spatial_scale``. The catalogue passes the rois as a
@@ -15,6 +15,11 @@ are what the reference needs them to be:
   and sample grids of 1, 2 or 4, power-of-two scales, so every coordinate is exact in float32
   and ``floor`` and the outside test decide the same in TVM and numpy whatever order (or FMA)
   the arithmetic takes. What is left is continuous in the data.
+* roi_pool (TOPI ``vision/roi_pool.py``, ONNX MaxRoiPool): corners rounded by
+  ``floor(x * scale + 0.5)``, bin edges ``floor(p * roi / pooled)`` and
+  ``ceil((p + 1) * roi / pooled)`` computed in the rois' dtype (single IEEE operations, which
+  the reference repeats in that dtype), clamped to the image; the max over the bin, 0 for an
+  empty bin. Corners on a 1/8 grid make the rounding meet its ties.
 """
 from __future__ import annotations
 
@@ -144,6 +149,80 @@ class RoiAlign(OpSpec):
         return out if attrs["layout"] == "NCHW" else out.transpose(0, 2, 3, 1)
 
 
+@dataclass
+class RoiPool(OpSpec):
+    dtypes: tuple = FLOATS
+
+    def sample(self, ctx):
+        ch = ctx.ch
+
+        def ok(v):
+            return D.is_static(v.shape[0]) and _finite_small(v)
+
+        x = ctx.pick(dtypes=self.dtypes, rank=4, pred=ok, max_dim=6)
+        if not ok(x):
+            return None
+        H, W = _hw(x, "NCHW")
+        scale = ch.choice([1.0, 1.0, 0.5, 0.25, 2.0])
+        rois = []
+        for _ in range(ch.integer(1, 4)):
+            if ch.boolean(0.75):   # inside the image
+                c = [ch.integer(0, 8 * W - 8) / 8, ch.integer(0, 8 * H - 8) / 8]
+                e = [c[0] + ch.integer(0, int(8 * W - 8 * c[0])) / 8,
+                     c[1] + ch.integer(0, int(8 * H - 8 * c[1])) / 8]
+            else:                  # anywhere near it, corners possibly swapped
+                c = [ch.integer(-12, 8 * W + 4) / 8, ch.integer(-12, 8 * H + 4) / 8]
+                e = [c[0] + ch.integer(-8, 8 * W) / 8, c[1] + ch.integer(-8, 8 * H) / 8]
+            rois.append([float(ch.integer(0, x.shape[0] - 1)),
+                         c[0] / scale, c[1] / scale, e[0] / scale, e[1] / scale])
+        return [x], {"rois": rois, "rois_dtype": ch.choice(("float32", "float64")),
+                     "pooled_size": [ch.integer(1, 4), ch.integer(1, 4)],
+                     "spatial_scale": scale, "layout": "NCHW"}
+
+    def infer(self, tys, attrs):
+        x = tys[0]
+        ph, pw = attrs["pooled_size"]
+        return TensorTy([len(attrs["rois"]), x.shape[1], ph, pw], x.dtype)
+
+    def interval(self, ins, attrs, out):
+        return (min(0.0, ins[0].lo), max(0.0, ins[0].hi))
+
+    def exact(self, ins, attrs, out):
+        return ins[0].exact   # each result is an input element or 0
+
+    def call(self, args, attrs):
+        return [args[0], ConstArg(attrs["rois"], attrs["rois_dtype"])], {
+            "pooled_size": tuple(attrs["pooled_size"]),
+            "spatial_scale": attrs["spatial_scale"], "layout": attrs["layout"]}
+
+    def reference(self, xs, attrs):
+        x = xs[0]
+        _, C, H, W = x.shape
+        PH, PW = attrs["pooled_size"]
+        ft = np.dtype(attrs["rois_dtype"]).type      # TOPI computes bins in the rois' dtype
+        rois = np.array(attrs["rois"], dtype=ft)
+        s = ft(attrs["spatial_scale"])
+        out = np.zeros((len(rois), C, PH, PW), dtype=x.dtype)
+
+        def rnd(v):
+            return int(np.floor(v * s + ft(0.5)))
+
+        for i, roi in enumerate(rois):
+            sx, sy, ex, ey = (rnd(v) for v in roi[1:])
+            rh, rw = max(ey - sy + 1, 1), max(ex - sx + 1, 1)
+            bh, bw = ft(rh) / ft(PH), ft(rw) / ft(PW)
+            for ph in range(PH):
+                h0 = min(max(int(np.floor(ft(ph) * bh)) + sy, 0), H)
+                h1 = min(max(int(np.ceil(ft(ph + 1) * bh)) + sy, 0), H)
+                for pw in range(PW):
+                    w0 = min(max(int(np.floor(ft(pw) * bw)) + sx, 0), W)
+                    w1 = min(max(int(np.ceil(ft(pw + 1) * bw)) + sx, 0), W)
+                    if h1 > h0 and w1 > w0:
+                        out[i, :, ph, pw] = x[int(roi[0]), :, h0:h1, w0:w1].max(axis=(1, 2))
+        return out
+
+
 SPECS: list[OpSpec] = [
     RoiAlign("relax.vision.roi_align", weight=0.4),
+    RoiPool("relax.vision.roi_pool", weight=0.4),
 ]
