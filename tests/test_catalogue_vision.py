@@ -58,3 +58,19 @@ def test_roi_pool_rounding_and_empty_bins():
     # bins split floor/ceil: roi height 3 in 2 bins -> rows [0, 2) and [1, 3)
     out = POOL.reference([x], dict(attrs, rois=[[0, 0.0, 0.0, 0.0, 2.0]], pooled_size=[2, 1]))
     assert out[0, 0, :, 0].tolist() == [5.0, 10.0]
+
+
+def test_get_valid_counts_compacts_and_pads():
+    from fuzz.catalogue.vision import GetValidCounts
+
+    spec = GetValidCounts("relax.vision.get_valid_counts")
+    # rows: [class id, score, x]; a score equal to the threshold is not valid (strict >)
+    x = np.array([[[0, 0.5, 1], [-1, 0.9, 2], [1, 0.25, 3], [2, 0.75, 4]]], dtype="float32")
+    attrs = {"score_threshold": 0.25, "id_index": 0, "score_index": 1}
+    count, out, idx = spec.reference([x], attrs)
+    assert count.tolist() == [2]
+    assert idx.tolist() == [[0, 3, -1, -1]]
+    assert out[0].tolist() == [[0, 0.5, 1], [2, 0.75, 4], [-1, -1, -1], [-1, -1, -1]]
+    # without the class check the negative id counts
+    count, _, idx = spec.reference([x], dict(attrs, id_index=-1))
+    assert count.tolist() == [3] and idx.tolist() == [[0, 1, 3, -1]]

@@ -1,4 +1,4 @@
-"""Op family: vision. ``relax.vision.roi_align`` and ``roi_pool``.
+"""Op family: vision. ``relax.vision.roi_align``, ``roi_pool`` and ``get_valid_counts``.
 
 Both read regions of interest from ``rois`` (num_rois, 5): ``[batch_index, x1, y1, x2, y2]``
 in input coordinates, scaled by ``spatial_scale``. The catalogue passes the rois as a
@@ -20,6 +20,13 @@ are what the reference needs them to be:
   ``ceil((p + 1) * roi / pooled)`` computed in the rois' dtype (single IEEE operations, which
   the reference repeats in that dtype), clamped to the image; the max over the bin, 0 for an
   empty bin. Corners on a 1/8 grid make the rounding meet its ties.
+
+get_valid_counts (TOPI ``vision/nms.py``) has fixed-size results: per batch the count of
+boxes whose score is ``> score_threshold`` (and, with ``id_index >= 0``, whose class id is
+``>= 0``), the valid boxes moved to the top in their order with -1 rows below, and their
+original indices with -1 below. The comparisons are discontinuous, so it only takes exactly
+known data, and thresholds are multiples of 1/4 (integers for integer data), exact in every
+dtype.
 """
 from __future__ import annotations
 
@@ -29,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import dims as D
-from ..model import TensorTy
+from ..model import TensorTy, TupleTy
 from .spec import FLOATS, ConstArg, OpSpec, f64
 
 
@@ -222,7 +229,66 @@ class RoiPool(OpSpec):
         return out
 
 
+@dataclass
+class GetValidCounts(OpSpec):
+    dtypes: tuple = FLOATS + ("int32", "int64")
+
+    def sample(self, ctx):
+        ch = ctx.ch
+
+        def ok(v):
+            return v.exact and D.is_static(v.shape[2]) and _finite_small(v)
+
+        x = ctx.pick(dtypes=self.dtypes, rank=3, pred=ok, max_dim=6)
+        if not ok(x):
+            return None
+        L = x.shape[2]
+        lo, hi = math.floor(x.lo), math.ceil(x.hi)
+        if x.dtype in FLOATS:   # mostly inside the data's range, sometimes past it
+            thr = ch.integer(2 * lo, 2 * hi) / 4 if ch.boolean(0.85) else \
+                ch.choice([lo - 1.0, hi + 1.0])
+        else:
+            thr = float(ch.integer(lo // 2, -(-hi // 2)) if ch.boolean(0.85) else
+                        ch.choice([lo - 1, hi + 1]))
+        return [x], {"score_threshold": thr,
+                     "id_index": ch.choice([-1, ch.integer(0, L - 1)]),
+                     "score_index": ch.integer(0, L - 1)}
+
+    def infer(self, tys, attrs):
+        x = tys[0]
+        B, A = x.shape[0], x.shape[1]
+        return TupleTy([TensorTy([B], "int32"), TensorTy(list(x.shape), x.dtype),
+                        TensorTy([B, A], "int32")])
+
+    def interval(self, ins, attrs, out):   # one bound for all three fields
+        x = ins[0]
+        from .nn import _dim_range
+
+        return (min(x.lo, -1.0), max(x.hi, float(_dim_range(x.shape[1])[1])))
+
+    def exact(self, ins, attrs, out):
+        return ins[0].exact
+
+    def reference(self, xs, attrs):
+        x = xs[0]
+        B, A, L = x.shape
+        thr = np.asarray(attrs["score_threshold"]).astype(x.dtype)
+        count = np.zeros(B, dtype=np.int32)
+        out = np.full(x.shape, -1, dtype=x.dtype)
+        idx = np.full((B, A), -1, dtype=np.int32)
+        for b in range(B):
+            keep = x[b, :, attrs["score_index"]] > thr
+            if attrs["id_index"] >= 0:
+                keep &= x[b, :, attrs["id_index"]] >= 0
+            js = np.nonzero(keep)[0]
+            count[b] = len(js)
+            out[b, :len(js)] = x[b, js]
+            idx[b, :len(js)] = js
+        return count, out, idx
+
+
 SPECS: list[OpSpec] = [
     RoiAlign("relax.vision.roi_align", weight=0.4),
     RoiPool("relax.vision.roi_pool", weight=0.4),
+    GetValidCounts("relax.vision.get_valid_counts", weight=0.3, discontinuous=True),
 ]
