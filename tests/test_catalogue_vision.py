@@ -74,3 +74,61 @@ def test_get_valid_counts_compacts_and_pads():
     # without the class check the negative id counts
     count, _, idx = spec.reference([x], dict(attrs, id_index=-1))
     assert count.tolist() == [3] and idx.tolist() == [[0, 1, 3, -1]]
+
+
+def _nms(x, **kw):
+    from fuzz.catalogue.vision import NMS
+
+    attrs = dict(max_output_size=-1, iou_threshold=0.5, force_suppress=False, top_k=-1,
+                 coord_start=2, score_index=1, id_index=0, return_indices=True,
+                 invalid_to_bottom=False, soft_nms_sigma=0.0, score_threshold=0.0)
+    attrs.update(kw)
+    B, A, _ = x.shape
+    vc = np.full(B, A, dtype="int32")
+    ix = np.tile(np.arange(A, dtype="int32") * 10, (B, 1))
+    return NMS("relax.vision.non_max_suppression").reference([x, vc, ix], attrs)
+
+
+def test_nms_suppresses_by_iou_class_and_order():
+    # rows: [class, score, x1, y1, x2, y2]
+    x = np.array([[[0, 0.5, 0, 0, 2, 2],     # overlaps box 1 with IoU 2 / 6 = 1/3
+                   [0, 0.9, 1, 0, 3, 2],
+                   [1, 0.8, 0, 0, 2, 2],     # another class: not suppressed by box 1
+                   [0, -0.1, 0, 0, 2, 2]]],  # score <= 0: never kept
+                 dtype="float32")
+    idx, cnt = _nms(x, iou_threshold=0.5)
+    assert idx.tolist() == [[10, 20, 0, -1]] and cnt.tolist() == [[3]]
+    # IoU 1/3 >= 0.3: box 0 is suppressed by box 1
+    idx, cnt = _nms(x, iou_threshold=0.3)
+    assert idx.tolist() == [[10, 20, -1, -1]] and cnt.tolist() == [[2]]
+    # force_suppress ignores the class: box 2 (IoU 1/3 with box 1) goes too
+    idx, _ = _nms(x, iou_threshold=0.3, force_suppress=True)
+    assert idx.tolist() == [[10, -1, -1, -1]]
+    # max_output_size and top_k cut in score order
+    assert _nms(x, max_output_size=1)[0].tolist() == [[10, -1, -1, -1]]
+    assert _nms(x, top_k=2)[0].tolist() == [[10, 20, -1, -1]]
+    # the rows themselves, kept ones compacted to the top
+    out = _nms(x, return_indices=False, invalid_to_bottom=True, iou_threshold=0.3)
+    assert out[0, :2, 1].tolist() == [pytest.approx(0.9), pytest.approx(0.8)]
+    assert (out[0, 2:] == -1).all()
+
+
+def test_nms_iou_at_threshold_is_decided_exactly():
+    from fuzz.catalogue.vision import _iou_at_least
+
+    a = np.array([0, 0, 2, 2], dtype="float32")
+    b = np.array([1, 0, 3, 2], dtype="float32")     # IoU exactly 1/3
+    assert _iou_at_least(a, b, 0, 0.25, np.float32)
+    assert not _iou_at_least(a, b, 0, 0.5, np.float32)
+    # float32(1/3) rounds up: the float32 quotient equals it, so >= holds
+    assert _iou_at_least(a, b, 0, float(np.float32(1 / 3)), np.float32)
+    from fractions import Fraction as F
+
+    c = np.array([0.1, 0.2, 2.3, 2.7], dtype="float32")
+    ia = [F(float(v)) for v in c]
+    inter = (2 - ia[0]) * (2 - ia[1])              # with [0, 0, 2, 2]
+    q = inter / ((ia[2] - ia[0]) * (ia[3] - ia[1]) + 4 - inter)
+    with pytest.raises(ValueError):   # inexact arithmetic, IoU at the threshold: refused
+        _iou_at_least(c, np.array([0, 0, 2, 2], dtype="float32"), 0, float(q), np.float32)
+    assert _iou_at_least(c, np.array([0, 0, 2, 2], dtype="float32"), 0, float(q) * 0.99,
+                         np.float32)

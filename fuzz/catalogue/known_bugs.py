@@ -253,6 +253,12 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
              "windows overlap (stride < window): x = [0, 1, 2, 3], window "
              "1x2, stride 1, gradient ones gives [0, 0, -4.6e11, 3e-41], numpy [0, 1, 1, 1]. "
              "Matched by op alone: the trigger is in the shapes", what=("numeric",)),
+    KnownBug(("relax.vision.non_max_suppression",), ("float16", "bfloat16", "float64"),
+             r"Currently only supports input dtype to be float",
+             "non_max_suppression infers and legalizes for any float data, but TOPI sorts the "
+             "scores with tvm.contrib.sort.argsort_nms, whose ICHECKs take float32 only (and "
+             "float16 only on ARM with FP16 arithmetic): float16, bfloat16 and float64 data "
+             "build and then abort at run time", what=("run",)),
 ]
 
 

@@ -1,4 +1,5 @@
-"""Op family: vision. ``relax.vision.roi_align``, ``roi_pool`` and ``get_valid_counts``.
+"""Op family: vision. ``relax.vision.roi_align``, ``roi_pool``, ``get_valid_counts`` and
+``non_max_suppression``.
 
 Both read regions of interest from ``rois`` (num_rois, 5): ``[batch_index, x1, y1, x2, y2]``
 in input coordinates, scaled by ``spatial_scale``. The catalogue passes the rois as a
@@ -27,8 +28,27 @@ boxes whose score is ``> score_threshold`` (and, with ``id_index >= 0``, whose c
 original indices with -1 below. The comparisons are discontinuous, so it only takes exactly
 known data, and thresholds are multiples of 1/4 (integers for integer data), exact in every
 dtype.
+
+non_max_suppression (TOPI's classic NMS, ``vision/nms.py``) also has fixed-size results, and
+the reference replays TOPI's IR step by step on a copy of each batch: the first
+``valid_count`` boxes sorted by score, descending and stable (``tvm.contrib.sort.argsort_nms``,
+the rest in place), cut to ``top_k``; then each box in that order whose score is ``> 0`` is
+kept while fewer than ``max_output_size`` are, and suppresses each later box (same class id
+unless ``force_suppress`` or ``id_index < 0``) whose IoU with it is ``>= iou_threshold``
+(score and index set to -1); a box not kept becomes a row of -1. Results: the indices of the
+kept boxes mapped through ``indices`` and their count (``return_indices``), else the rows,
+compacted to the top with ``invalid_to_bottom``. Only hard NMS (``soft_nms_sigma`` 0): soft
+NMS decays scores with ``exp`` and then compares the decayed scores, a decision rounding can
+flip. The IoU test is decided exactly: when every intermediate value is representable in the
+data's dtype, TVM's arithmetic is exact whatever the order or FMA, and the reference divides in
+that dtype as TVM does; otherwise the exact rational IoU decides unless it lies within 1e-5
+(relative) of the threshold, where the reference refuses the case (an invalid case, never a
+finding). The sort (``argsort_nms``) refuses any dtype but float32 at run time
+(known_bugs.py), so float32 is drawn most often.
 """
 from __future__ import annotations
+
+import fractions
 
 import math
 from dataclasses import dataclass
@@ -287,8 +307,157 @@ class GetValidCounts(OpSpec):
         return count, out, idx
 
 
+def _representable(f: fractions.Fraction, dtype) -> bool:
+    d = float(f)
+    return fractions.Fraction(d) == f and float(np.asarray(d).astype(dtype)) == d
+
+
+def _iou_at_least(a, b, c: int, thr, dtype) -> bool:
+    """TOPI's ``iou(a, b) >= thr`` for boxes ``a``, ``b`` (rows; corners at c..c+3), decided
+    exactly (see the module docstring); raises ValueError where rounding could decide."""
+    F = fractions.Fraction
+    a = [F(float(v)) for v in a[c:c + 4]]
+    b = [F(float(v)) for v in b[c:c + 4]]
+    al, at, ar, ab = min(a[0], a[2]), min(a[1], a[3]), max(a[0], a[2]), max(a[1], a[3])
+    bl, bt, br, bb = min(b[0], b[2]), min(b[1], b[3]), max(b[0], b[2]), max(b[1], b[3])
+    wd, ht = min(ar, br) - max(al, bl), min(ab, bb) - max(at, bt)
+    w, h = max(F(0), wd), max(F(0), ht)
+    inter = h * w
+    ea, eb = (ar - al) * (ab - at), (br - bl) * (bb - bt)
+    union = ea + eb - inter
+    thr_d = F(float(np.asarray(thr).astype(dtype)))
+    parts = (wd, ht, inter, ar - al, ab - at, br - bl, bb - bt, ea, eb, ea + eb, union)
+    if all(_representable(v, dtype) for v in parts):   # TVM computes these exactly
+        if union <= 0:
+            return thr_d <= 0
+        q = np.asarray(float(inter)).astype(dtype) / np.asarray(float(union)).astype(dtype)
+        return F(float(q)) >= thr_d
+    if thr_d <= 0:         # iou is never negative, and 0 where union <= 0
+        return True
+    if union <= 0:
+        raise ValueError("NMS: rounded union may or may not be positive")
+    q = inter / union
+    if q >= thr_d * F(100001, 100000):
+        return True
+    if q <= thr_d * F(99999, 100000):
+        return False
+    raise ValueError(f"NMS: IoU {float(q)} within rounding of the threshold {float(thr_d)}")
+
+
+@dataclass
+class NMS(OpSpec):
+    dtypes: tuple = FLOATS
+
+    def sample(self, ctx):
+        ch = ctx.ch
+        dtypes = ("float32",) if ch.boolean(0.85) else self.dtypes
+
+        def ok(v):
+            return (v.exact and D.is_static(v.shape[1]) and D.is_static(v.shape[2])
+                    and v.shape[2] >= 5 and _finite_small(v))
+
+        x = ctx.pick(dtypes=dtypes, rank=3, pred=ok, max_dim=8)
+        if not ok(x):
+            return None
+        B, A, L = x.shape
+        vc = ctx.pick(dtypes=("int32",), rank=1, new_shape=[B], new_range=(0, A),
+                      pred=lambda v: v.exact and 0 <= v.lo and v.hi <= A)
+        ix = ctx.pick(dtypes=("int32",), rank=2, new_shape=[B, A], new_range=(-1, A - 1),
+                      pred=lambda v: v.exact and abs(v.lo) < 2**20 and abs(v.hi) < 2**20)
+        if not (vc.exact and 0 <= vc.lo and vc.hi <= A and D.same(vc.shape[0], B)):
+            return None
+        if not (ix.exact and D.same(ix.shape[0], B) and D.same(ix.shape[1], A)):
+            return None
+        coord = ch.integer(0, L - 4)
+        return [x, vc, ix], {
+            "max_output_size": ch.choice([-1, -1, ch.integer(1, A)]),
+            "iou_threshold": ch.choice([0.0, 0.25, 0.3, 0.5, 0.5, 0.7, 1.0]),
+            "force_suppress": ch.boolean(0.3),
+            "top_k": ch.choice([-1, -1, 0, ch.integer(1, A)]),
+            "coord_start": coord,
+            "score_index": ch.choice([i for i in range(L) if not coord <= i < coord + 4]),
+            "id_index": ch.choice([-1, ch.integer(0, L - 1)]),
+            "return_indices": ch.boolean(0.5),
+            "invalid_to_bottom": ch.boolean(0.5),
+            "soft_nms_sigma": 0.0,
+            "score_threshold": 0.0,
+        }
+
+    def infer(self, tys, attrs):
+        x = tys[0]
+        B, A = x.shape[0], x.shape[1]
+        if attrs["return_indices"]:
+            return TupleTy([TensorTy([B, A], "int32"), TensorTy([B, 1], "int32")])
+        return TensorTy(list(x.shape), x.dtype)
+
+    def interval(self, ins, attrs, out):   # rows of data or -1; indices' values, counts
+        x, ix = ins[0], ins[2]
+        if attrs["return_indices"]:
+            return (min(ix.lo, -1.0), max(ix.hi, float(x.shape[1])))
+        return (min(x.lo, -1.0), max(x.hi, -1.0))
+
+    def exact(self, ins, attrs, out):
+        return all(v.exact for v in ins)
+
+    def reference(self, xs, attrs):
+        x, vcount, indices = xs
+        B, A, L = x.shape
+        si, ii, cs = attrs["score_index"], attrs["id_index"], attrs["coord_start"]
+        top_k, max_out = attrs["top_k"], attrs["max_output_size"]
+        dt = x.dtype
+        neg = np.asarray(-1).astype(dt)
+        zero = np.asarray(0).astype(dt)
+        boxes_out = np.full((B, A), -1, dtype=np.int32)
+        counts = np.zeros((B, 1), dtype=np.int32)
+        data_out = np.full(x.shape, neg, dtype=dt)
+        for i in range(B):
+            vc = int(vcount[i])
+            sc = x[i, :, si]
+            order = sorted(range(vc), key=lambda k: -float(sc[k]))   # stable, descending
+            sidx = order + list(range(vc, A))
+            nkeep = top_k if 0 < top_k < vc else vc
+            out = np.full((A, L), neg, dtype=dt)
+            box = np.full(A, -1, dtype=np.int64)
+            for j in range(nkeep):
+                out[j] = x[i, sidx[j]]
+                box[j] = sidx[j]
+            kept = 0
+            for j in range(nkeep):
+                if out[j, si] > zero and (max_out <= 0 or kept < max_out):
+                    kept += 1
+                    for k in range(j + 1, nkeep):
+                        if not out[k, si] > zero:
+                            continue
+                        same = attrs["force_suppress"] or ii < 0 or out[j, ii] == out[k, ii]
+                        if same and _iou_at_least(out[j], out[k], cs,
+                                                  attrs["iou_threshold"], dt):
+                            out[k, si] = neg
+                            box[k] = -1
+                else:
+                    out[j] = neg
+                    box[j] = -1
+            if attrs["return_indices"]:
+                n = 0
+                for j in range(A):
+                    if box[j] >= 0:
+                        box[n] = indices[i, box[j]]
+                        n += 1
+                box[n:] = -1
+                counts[i, 0] = n
+                boxes_out[i] = box
+            elif attrs["invalid_to_bottom"]:
+                rows = out[out[:, si] >= zero]
+                data_out[i, :len(rows)] = rows
+            else:
+                data_out[i] = out
+        if attrs["return_indices"]:
+            return boxes_out, counts
+        return data_out
+
+
 SPECS: list[OpSpec] = [
     RoiAlign("relax.vision.roi_align", weight=0.4),
     RoiPool("relax.vision.roi_pool", weight=0.4),
     GetValidCounts("relax.vision.get_valid_counts", weight=0.3, discontinuous=True),
+    NMS("relax.vision.non_max_suppression", weight=0.3, discontinuous=True),
 ]
