@@ -132,3 +132,24 @@ def test_nms_iou_at_threshold_is_decided_exactly():
         _iou_at_least(c, np.array([0, 0, 2, 2], dtype="float32"), 0, float(q), np.float32)
     assert _iou_at_least(c, np.array([0, 0, 2, 2], dtype="float32"), 0, float(q) * 0.99,
                          np.float32)
+
+
+def test_multibox_transform_loc_decodes_centre_size():
+    from fuzz.catalogue.vision import MultiboxTransformLoc
+
+    spec = MultiboxTransformLoc("relax.vision.multibox_transform_loc")
+    anchor = np.array([[[0.0, 0.0, 2.0, 1.0]]])          # l, t, r, b: centre (x 1, y 0.5)
+    loc = np.array([[0.5, 0.0, 0.0, np.log(2.0)]])       # x, y, w, h encodings
+    cls = np.array([[[0.0], [np.log(3.0)]]])             # softmax [1/4, 3/4]
+    attrs = {"clip": False, "threshold": 0.0, "variances": [1.0, 1.0, 1.0, 1.0],
+             "keep_background": True, "apply_softmax": True}
+    boxes, scores = spec.reference([cls, loc, anchor], attrs)
+    # x centre 0.5 * 2 + 1 = 2, half width 0.5 * 1 * 2 = 1; half height 0.5 * 2 * 1 = 1
+    assert boxes[0, 0].tolist() == pytest.approx([-0.5, 1.0, 1.5, 3.0])
+    assert scores[0, :, 0].tolist() == pytest.approx([0.25, 0.75])
+    boxes, scores = spec.reference([cls, loc, anchor], dict(
+        attrs, clip=True, threshold=0.5, keep_background=False))
+    assert boxes[0, 0].tolist() == pytest.approx([0.0, 1.0, 1.0, 1.0])
+    assert scores[0, :, 0].tolist() == pytest.approx([0.0, 0.75])
+    with pytest.raises(ValueError):   # a softmax score at the threshold: refused
+        spec.reference([cls, loc, anchor], dict(attrs, threshold=0.25))

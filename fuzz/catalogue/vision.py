@@ -1,5 +1,5 @@
-"""Op family: vision. ``relax.vision.roi_align``, ``roi_pool``, ``get_valid_counts`` and
-``non_max_suppression``.
+"""Op family: vision. ``relax.vision.roi_align``, ``roi_pool``, ``get_valid_counts``,
+``non_max_suppression`` and ``multibox_transform_loc``.
 
 Both read regions of interest from ``rois`` (num_rois, 5): ``[batch_index, x1, y1, x2, y2]``
 in input coordinates, scaled by ``spatial_scale``. The catalogue passes the rois as a
@@ -45,19 +45,29 @@ that dtype as TVM does; otherwise the exact rational IoU decides unless it lies 
 (relative) of the threshold, where the reference refuses the case (an invalid case, never a
 finding). The sort (``argsort_nms``) refuses any dtype but float32 at run time
 (known_bugs.py), so float32 is drawn most often.
+
+multibox_transform_loc (TOPI ``vision/multibox_transform_loc.py``, TFLite's
+DecodeCenterSizeBoxes): boxes ``(ymin, xmin, ymax, xmax)`` decoded from anchors ``(l, t, r,
+b)`` and encodings ``(x, y, w, h)`` scaled by the variances, optionally clipped to [0, 1];
+scores the class softmax (or the raw predictions), multiplied by ``score >= threshold``, class
+0 zeroed without ``keep_background``. The threshold test on raw predictions takes exactly known
+values and thresholds on a 1/4 grid; on softmax outputs (computed, so not exact) a threshold
+other than 0 is drawn for float32/float64 only, and the reference refuses a case with a
+probability within 1e-5 (relative) of it. Encodings and anchors lie in [-2, 2], so the boxes
+stay below 25 in magnitude; their tolerance allows for the cancellation in ``center - half``.
 """
 from __future__ import annotations
 
 import fractions
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import dims as D
 from ..model import TensorTy, TupleTy
-from .spec import FLOATS, ConstArg, OpSpec, f64
+from .spec import DEFAULT_TOL, FLOATS, ConstArg, OpSpec, f64
 
 
 def _finite_small(v) -> bool:
@@ -455,9 +465,100 @@ class NMS(OpSpec):
         return data_out
 
 
+# |box| <= 25 with rounding of ~1 ulp per operation, and center - half cancels
+MULTIBOX_TOL = dict(DEFAULT_TOL, float32=(1e-4, 1e-4), float16=(1e-2, 1e-1),
+                    bfloat16=(3e-2, 5e-1))
+
+
+@dataclass
+class MultiboxTransformLoc(OpSpec):
+    tol: dict = field(default_factory=lambda: dict(MULTIBOX_TOL))
+
+    def sample(self, ctx):
+        ch = ctx.ch
+        softmax = ch.boolean(0.6)
+
+        def ok(v):
+            return (D.is_static(v.shape[2]) and _finite_small(v)
+                    and (softmax or v.exact))
+
+        cls = ctx.pick(dtypes=self.dtypes, rank=3, pred=ok, max_dim=6)
+        if not ok(cls):
+            return None
+        B, C, N = cls.shape
+
+        def small(v):
+            return math.isfinite(v.lo) and math.isfinite(v.hi) and -2 <= v.lo and v.hi <= 2
+
+        loc = ctx.pick(dtypes=(cls.dtype,), rank=2, new_shape=[B, 4 * N], new_range=(-2, 2),
+                       pred=small)
+        anc = ctx.pick(dtypes=(cls.dtype,), rank=3, new_shape=[1, N, 4], new_range=(-2, 2),
+                       pred=small)
+        if not (small(loc) and small(anc) and D.same(loc.shape[0], B)
+                and loc.shape[1] == 4 * N and list(anc.shape) == [1, N, 4]):
+            return None
+        if not softmax:
+            lo, hi = math.floor(cls.lo), math.ceil(cls.hi)
+            thr = ch.choice([0.0, ch.integer(2 * lo, 2 * hi) / 4])
+        elif cls.dtype in ("float32", "float64") and ch.boolean(0.6):
+            thr = ch.choice([0.1, 0.25, 0.3, 0.5])
+        else:
+            thr = 0.0
+        return [cls, loc, anc], {
+            "clip": ch.boolean(0.4), "threshold": thr,
+            "variances": [ch.choice([1.0, 0.5, 0.2, 0.1]) for _ in range(4)],
+            "keep_background": ch.boolean(0.6), "apply_softmax": softmax}
+
+    def infer(self, tys, attrs):
+        cls = tys[0]
+        B, C, N = cls.shape
+        return TupleTy([TensorTy([B, N, 4], cls.dtype), TensorTy([B, C, N], cls.dtype)])
+
+    def interval(self, ins, attrs, out):   # one bound for boxes and scores
+        if attrs["clip"]:
+            box = (0.0, 1.0)
+        else:
+            v = max(attrs["variances"])
+            # |center| <= 2 * v * 4 + 2, half <= 0.5 * exp(2 * v) * 4
+            b = 8 * v + 2 + 2 * math.exp(2 * v)
+            box = (-b, b)
+        sc = (0.0, 1.0) if attrs["apply_softmax"] else \
+            (min(0.0, ins[0].lo), max(0.0, ins[0].hi))
+        return (min(box[0], sc[0]), max(box[1], sc[1]))
+
+    def reference(self, xs, attrs):
+        cls, loc, anc = (f64(x) for x in xs)
+        B, C, N = cls.shape
+        vx, vy, vw, vh = attrs["variances"]
+        e = loc.reshape(B, N, 4)
+        left, top, right, bottom = (anc[0, :, k] for k in range(4))
+        ay, ax = (top + bottom) * 0.5, (left + right) * 0.5
+        ah, aw = bottom - top, right - left
+        yc = e[..., 1] * vy * ah + ay
+        xc = e[..., 0] * vx * aw + ax
+        hh = 0.5 * np.exp(e[..., 3] * vh) * ah
+        hw = 0.5 * np.exp(e[..., 2] * vw) * aw
+        boxes = np.stack([yc - hh, xc - hw, yc + hh, xc + hw], axis=-1)
+        if attrs["clip"]:
+            boxes = np.clip(boxes, 0.0, 1.0)
+        thr = float(np.asarray(attrs["threshold"]).astype(xs[0].dtype))
+        if attrs["apply_softmax"]:
+            z = np.exp(cls - cls.max(axis=1, keepdims=True))
+            scores = z / z.sum(axis=1, keepdims=True)
+            if thr > 0 and np.any(np.abs(scores - thr) <= 1e-5 * thr):
+                raise ValueError("multibox: a softmax score within rounding of the threshold")
+        else:
+            scores = cls
+        scores = scores * (scores >= thr)
+        if not attrs["keep_background"]:
+            scores[:, 0, :] = 0.0
+        return boxes, scores
+
+
 SPECS: list[OpSpec] = [
     RoiAlign("relax.vision.roi_align", weight=0.4),
     RoiPool("relax.vision.roi_pool", weight=0.4),
     GetValidCounts("relax.vision.get_valid_counts", weight=0.3, discontinuous=True),
     NMS("relax.vision.non_max_suppression", weight=0.3, discontinuous=True),
+    MultiboxTransformLoc("relax.vision.multibox_transform_loc", weight=0.3),
 ]
