@@ -153,3 +153,27 @@ def test_multibox_transform_loc_decodes_centre_size():
     assert scores[0, :, 0].tolist() == pytest.approx([0.0, 0.75])
     with pytest.raises(ValueError):   # a softmax score at the threshold: refused
         spec.reference([cls, loc, anchor], dict(attrs, threshold=0.25))
+
+
+def test_all_class_nms_tensorflow_layout():
+    from fuzz.catalogue.vision import AllClassNMS
+
+    spec = AllClassNMS("relax.vision.all_class_non_max_suppression")
+    boxes = np.array([[[0, 0, 2, 2], [1, 0, 3, 2], [5, 5, 6, 6]]], dtype="float32")
+    scores = np.array([[[0.5, 0.9, 0.1],     # class 0: box 1, then box 0 (IoU 1/3)
+                        [0.7, -0.5, 0.6]]],  # class 1: box 0, box 2; box 1 under threshold
+                      dtype="float32")
+    attrs = {"max_output_boxes_per_class": 1000, "iou_threshold": 0.5,
+             "score_threshold": 0.0, "output_format": "tensorflow"}
+    idx, sc, total = spec.reference([boxes, scores], attrs)
+    assert total.tolist() == [5]
+    assert idx[0, :5].tolist() == [[0, 1], [0, 0], [0, 2], [1, 0], [1, 2]]
+    assert sc[0, :5].tolist() == pytest.approx([0.9, 0.5, 0.1, 0.7, 0.6])
+    assert (idx[0, 5:] == 0).all() and (sc[0, 5:] == 0).all()
+    # a lower IoU threshold suppresses box 0 under box 1; max 1 per class; threshold 0: none
+    idx, _, total = spec.reference([boxes, scores], dict(attrs, iou_threshold=0.3))
+    assert total.tolist() == [4] and idx[0, :2].tolist() == [[0, 1], [0, 2]]
+    _, _, total = spec.reference([boxes, scores], dict(attrs, max_output_boxes_per_class=1))
+    assert total.tolist() == [2]
+    _, _, total = spec.reference([boxes, scores], dict(attrs, iou_threshold=0.0))
+    assert total.tolist() == [0]

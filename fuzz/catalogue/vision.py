@@ -1,5 +1,5 @@
 """Op family: vision. ``relax.vision.roi_align``, ``roi_pool``, ``get_valid_counts``,
-``non_max_suppression`` and ``multibox_transform_loc``.
+``non_max_suppression``, ``all_class_non_max_suppression`` and ``multibox_transform_loc``.
 
 Both read regions of interest from ``rois`` (num_rois, 5): ``[batch_index, x1, y1, x2, y2]``
 in input coordinates, scaled by ``spatial_scale``. The catalogue passes the rois as a
@@ -42,9 +42,22 @@ NMS decays scores with ``exp`` and then compares the decayed scores, a decision 
 flip. The IoU test is decided exactly: when every intermediate value is representable in the
 data's dtype, TVM's arithmetic is exact whatever the order or FMA, and the reference divides in
 that dtype as TVM does; otherwise the exact rational IoU decides unless it lies within 1e-5
-(relative) of the threshold, where the reference refuses the case (an invalid case, never a
-finding). The sort (``argsort_nms``) refuses any dtype but float32 at run time
+(relative; 2e-2 in float16, 1e-1 in bfloat16) of the threshold, where the reference refuses
+the case (an invalid case, never a finding). The sort (``argsort_nms``) refuses any dtype but float32 at run time
 (known_bugs.py), so float32 is drawn most often.
+
+all_class_non_max_suppression, ``output_format="tensorflow"`` only (the ONNX format trims its
+indices with ``dynamic_strided_slice`` to a data-dependent number of rows, which the program
+model cannot type): per batch and class, the scores sorted descending (stable,
+``tvm.contrib.sort.argsort``), the count of those ``> score_threshold``; when
+``iou_threshold > 0``, each box in order still above -1 and above the score threshold is
+selected while fewer than ``max_output_boxes_per_class`` are, and sets each later box with a
+score ``> 0`` and IoU ``>= iou_threshold`` to -1 (TOPI's ``_nms_loop``; IoU in the boxes'
+dtype, decided as for non_max_suppression, the threshold a float32). Results: per batch the
+(class, box) pairs and float32 scores of the selected boxes, class by class, zeros after them,
+and their count. The three scalars are constants (``ConstArg``): the legalizer reads
+``max_output_boxes_per_class`` only from a constant (otherwise it takes the number of boxes).
+float64 boxes fail to legalize (known_bugs.py).
 
 multibox_transform_loc (TOPI ``vision/multibox_transform_loc.py``, TFLite's
 DecodeCenterSizeBoxes): boxes ``(ymin, xmin, ymax, xmax)`` decoded from anchors ``(l, t, r,
@@ -322,10 +335,17 @@ def _representable(f: fractions.Fraction, dtype) -> bool:
     return fractions.Fraction(d) == f and float(np.asarray(d).astype(dtype)) == d
 
 
-def _iou_at_least(a, b, c: int, thr, dtype) -> bool:
+# relative distance from the threshold beyond which rounding (~10 operations in the data's
+# dtype) cannot move the IoU across it
+_IOU_MARGIN = {"float32": 1e-5, "float64": 1e-12, "float16": 2e-2, "bfloat16": 1e-1}
+
+
+def _iou_at_least(a, b, c: int, thr, dtype, thr_dtype=None) -> bool:
     """TOPI's ``iou(a, b) >= thr`` for boxes ``a``, ``b`` (rows; corners at c..c+3), decided
-    exactly (see the module docstring); raises ValueError where rounding could decide."""
+    exactly (see the module docstring); raises ValueError where rounding could decide. The IoU
+    is computed in ``dtype``, the threshold held in ``thr_dtype`` (default: the same)."""
     F = fractions.Fraction
+    name = "bfloat16" if "bfloat16" in str(dtype) else np.dtype(dtype).name
     a = [F(float(v)) for v in a[c:c + 4]]
     b = [F(float(v)) for v in b[c:c + 4]]
     al, at, ar, ab = min(a[0], a[2]), min(a[1], a[3]), max(a[0], a[2]), max(a[1], a[3])
@@ -335,7 +355,7 @@ def _iou_at_least(a, b, c: int, thr, dtype) -> bool:
     inter = h * w
     ea, eb = (ar - al) * (ab - at), (br - bl) * (bb - bt)
     union = ea + eb - inter
-    thr_d = F(float(np.asarray(thr).astype(dtype)))
+    thr_d = F(float(np.asarray(thr).astype(thr_dtype or dtype)))
     parts = (wd, ht, inter, ar - al, ab - at, br - bl, bb - bt, ea, eb, ea + eb, union)
     if all(_representable(v, dtype) for v in parts):   # TVM computes these exactly
         if union <= 0:
@@ -347,9 +367,10 @@ def _iou_at_least(a, b, c: int, thr, dtype) -> bool:
     if union <= 0:
         raise ValueError("NMS: rounded union may or may not be positive")
     q = inter / union
-    if q >= thr_d * F(100001, 100000):
+    m = F(_IOU_MARGIN[name])
+    if q >= thr_d * (1 + m):
         return True
-    if q <= thr_d * F(99999, 100000):
+    if q <= thr_d * (1 - m):
         return False
     raise ValueError(f"NMS: IoU {float(q)} within rounding of the threshold {float(thr_d)}")
 
@@ -465,6 +486,87 @@ class NMS(OpSpec):
         return data_out
 
 
+@dataclass
+class AllClassNMS(OpSpec):
+    dtypes: tuple = FLOATS
+
+    def sample(self, ctx):
+        ch = ctx.ch
+        dtypes = ("float32",) if ch.boolean(0.8) else self.dtypes
+
+        def ok(v):
+            return v.exact and v.static() and _finite_small(v)
+
+        sc = ctx.pick(dtypes=dtypes, rank=3, pred=ok, max_dim=6)
+        if not ok(sc):
+            return None
+        B, C, N = sc.shape
+        bx = ctx.pick(dtypes=(sc.dtype,), rank=3, new_shape=[B, N, 4], pred=ok)
+        if not (ok(bx) and list(bx.shape) == [B, N, 4]):
+            return None
+        lo, hi = math.floor(sc.lo), math.ceil(sc.hi)
+        return [bx, sc], {
+            "max_output_boxes_per_class": ch.choice([0, 1, ch.integer(1, N), N, 1000]),
+            "iou_threshold": ch.choice([0.0, 0.25, 0.3, 0.5, 0.5, 0.7, 1.0]),
+            "score_threshold": ch.choice([0.0, ch.integer(2 * lo, 2 * hi) / 4,
+                                          float(lo - 1)]),
+            "output_format": "tensorflow"}
+
+    def infer(self, tys, attrs):
+        B, C, N = tys[1].shape
+        return TupleTy([TensorTy([B, C * N, 2], "int64"), TensorTy([B, C * N], "float32"),
+                        TensorTy([B], "int64")])
+
+    def interval(self, ins, attrs, out):   # indices, scores, counts
+        B, C, N = ins[1].shape
+        return (min(0.0, ins[1].lo), max(ins[1].hi, float(C * N)))
+
+    def exact(self, ins, attrs, out):
+        return all(v.exact for v in ins)
+
+    def call(self, args, attrs):
+        return [args[0], args[1],
+                ConstArg(attrs["max_output_boxes_per_class"], "int64"),
+                ConstArg(attrs["iou_threshold"], "float32"),
+                ConstArg(attrs["score_threshold"], "float32")], {
+            "output_format": attrs["output_format"]}
+
+    def reference(self, xs, attrs):
+        boxes, scores = xs
+        B, C, N = scores.shape
+        M = attrs["max_output_boxes_per_class"]
+        iou_t = float(np.float32(attrs["iou_threshold"]))
+        st = float(np.float32(attrs["score_threshold"]))
+        idx = np.zeros((B, C * N, 2), dtype=np.int64)
+        out_sc = np.zeros((B, C * N), dtype=np.float32)
+        total = np.zeros(B, dtype=np.int64)
+        # TVM's BF16 legalization computes bfloat16 arithmetic in float32
+        iou_dt = np.float32 if "bfloat16" in str(boxes.dtype) else boxes.dtype
+        for b in range(B):
+            row = 0
+            for c in range(C):
+                sc = [float(v) for v in scores[b, c]]
+                order = sorted(range(N), key=lambda k: -sc[k])   # stable, descending
+                ss = [sc[k] for k in order]
+                nkeep = sum(v > st for v in ss)
+                sel = []
+                if iou_t > 0 and nkeep > 0:
+                    for j in range(nkeep):
+                        if ss[j] > -1.0 and len(sel) < M and ss[j] > st:
+                            sel.append((order[j], ss[j]))
+                            for k in range(j + 1, nkeep):
+                                if ss[k] > 0 and _iou_at_least(
+                                        boxes[b, order[j]], boxes[b, order[k]], 0, iou_t,
+                                        iou_dt, np.float32):
+                                    ss[k] = -1.0
+                for box, v in sel:
+                    idx[b, row] = (c, box)
+                    out_sc[b, row] = v
+                    row += 1
+            total[b] = row
+        return idx, out_sc, total
+
+
 # |box| <= 25 with rounding of ~1 ulp per operation, and center - half cancels
 MULTIBOX_TOL = dict(DEFAULT_TOL, float32=(1e-4, 1e-4), float16=(1e-2, 1e-1),
                     bfloat16=(3e-2, 5e-1))
@@ -560,5 +662,7 @@ SPECS: list[OpSpec] = [
     RoiPool("relax.vision.roi_pool", weight=0.4),
     GetValidCounts("relax.vision.get_valid_counts", weight=0.3, discontinuous=True),
     NMS("relax.vision.non_max_suppression", weight=0.3, discontinuous=True),
+    AllClassNMS("relax.vision.all_class_non_max_suppression", weight=0.3,
+                discontinuous=True),
     MultiboxTransformLoc("relax.vision.multibox_transform_loc", weight=0.3),
 ]
