@@ -259,6 +259,16 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
              "scores with tvm.contrib.sort.argsort_nms, whose ICHECKs take float32 only (and "
              "float16 only on ARM with FP16 arithmetic): float16, bfloat16 and float64 data "
              "build and then abort at run time", what=("run",)),
+    KnownBug(("relax.vision.roi_align",), ("float16", "bfloat16"),
+             r"Binary operators must have the same datatype|all inputs must have the same "
+             r"dtype|tensor_a has different data type",
+             "roi_align infers the data's dtype, but on float16 and bfloat16 data it legalizes "
+             "to float32 whatever the rois' dtype (TOPI's bilinear sampling clamps with the "
+             "float32 literal 0.0, and the weights promote the result; checked: LegalizeOps "
+             "gives call_tir(..., out_ty=R.Tensor(..., float32)) for float16 data with float16 "
+             "or float32 rois, and for bfloat16), so an op consuming it with another "
+             "float16/bfloat16 operand fails re-inference in LegalizeOps (campaign seed 109: "
+             "conv2d_transpose of a bfloat16 roi_align)", what=("build",)),
     KnownBug(("relax.vision.all_class_non_max_suppression",), ("bfloat16",), r"differ|.",
              "all_class_non_max_suppression sorts the scores with tvm.contrib.sort.argsort, "
              "which mishandles bfloat16 (as for sort/argsort above): selections come out of "
