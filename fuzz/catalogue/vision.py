@@ -16,8 +16,8 @@ are what the reference needs them to be:
   and sample grids of 1, 2 or 4, power-of-two scales, so every coordinate is exact in float32
   and ``floor`` and the outside test decide the same in TVM and numpy whatever order (or FMA)
   the arithmetic takes. What is left is continuous in the data. On float16 and bfloat16 data
-  TVM's legalized roi_align returns float32 while inference says the data's dtype
-  (known_bugs.py); values compare all the same.
+  TVM's legalized roi_align returns float32, with float64 rois float64, while inference says
+  the data's dtype (known_bugs.py); values compare all the same.
 * roi_pool (TOPI ``vision/roi_pool.py``, ONNX MaxRoiPool): corners rounded by
   ``floor(x * scale + 0.5)``, bin edges ``floor(p * roi / pooled)`` and
   ``ceil((p + 1) * roi / pooled)`` computed in the rois' dtype (single IEEE operations, which
@@ -138,7 +138,8 @@ class RoiAlign(OpSpec):
             if box is None:
                 return None
             rois.append(box)
-        return [x], {"rois": rois, "rois_dtype": ch.choice(("float32", "float64")),
+        # float64 rois make TVM's result float64 (known_bugs.py): drawn rarely
+        return [x], {"rois": rois, "rois_dtype": "float64" if ch.boolean(0.1) else "float32",
                      "pooled_size": pooled, "spatial_scale": scale, "sample_ratio": ratio,
                      "aligned": aligned, "layout": layout, "mode": ch.choice(("avg", "max"))}
 
