@@ -261,21 +261,24 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
              "build and then abort at run time", what=("run",)),
     KnownBug(("relax.vision.roi_align",), ("float16", "bfloat16"),
              r"Binary operators must have the same datatype|all inputs must have the same "
-             r"dtype|tensor_a has different data type",
+             r"dtype|tensor_a has different data type|type mismatch: expected R\.Tensor",
              "roi_align infers the data's dtype, but on float16 and bfloat16 data it legalizes "
              "to float32 whatever the rois' dtype (TOPI's bilinear sampling clamps with the "
              "float32 literal 0.0, and the weights promote the result; checked: LegalizeOps "
              "gives call_tir(..., out_ty=R.Tensor(..., float32)) for float16 data with float16 "
              "or float32 rois, and for bfloat16), so an op consuming it with another "
              "float16/bfloat16 operand fails re-inference in LegalizeOps (campaign seed 109: "
-             "conv2d_transpose of a bfloat16 roi_align)", what=("build",)),
+             "conv2d_transpose of a bfloat16 roi_align), or a called PrimFunc's argument check "
+             "(\"Argument N type mismatch\")", what=("build",)),
     KnownBug(("relax.vision.roi_align",), ("*",),
              r"Binary operators must have the same datatype|all inputs must have the same "
-             r"dtype|tensor_a has different data type",
+             r"dtype|tensor_a has different data type|type mismatch: expected R\.Tensor",
              "roi_align with float64 rois legalizes to a float64 result on float32 (or "
              "float16/bfloat16) data, where inference gives the data's dtype: TOPI computes "
              "the sampling in the rois' dtype (checked on 40 one-op programs: every one with "
-             "float64 rois returns float64 after LegalizeOps)", what=("build",),
+             "float64 rois returns float64 after LegalizeOps; bench/validity.py seed 25: a consumer "
+             "PrimFunc called with it fails \"Argument N type mismatch: expected float32, "
+             "given float64\")", what=("build",),
              when=lambda a: a.get("rois_dtype") == "float64"),
     KnownBug(("relax.vision.all_class_non_max_suppression",), ("bfloat16",), r"differ|.",
              "all_class_non_max_suppression sorts the scores with tvm.contrib.sort.argsort, "
