@@ -6,10 +6,11 @@ spec to its family module's ``SPECS`` list; docs/ARCHITECTURE.md has a walk-thro
 from __future__ import annotations
 
 from . import (creation, elementwise, grad, image, index, linalg, manipulate, nn, qdq, reduce,
-               sort)
+               sort, vision)
 from .spec import OpSpec, Value
 
-FAMILIES = (elementwise, reduce, manipulate, index, nn, linalg, sort, creation, qdq, image, grad)
+FAMILIES = (elementwise, reduce, manipulate, index, nn, linalg, sort, creation, qdq, image, grad,
+            vision)
 
 CATALOGUE: dict[str, OpSpec] = {}
 for _fam in FAMILIES:

@@ -7,12 +7,19 @@ float results are compared with the summation tolerance, integer ones exactly).
 ``avg_pool2d_backward`` is the adjoint of the catalogue's avg_pool2d: each output gradient
 divided by its window's divisor and added to the window's inputs (dilation 1 only: TOPI's
 pool_grad has none, and the legalizer says so and leaves the op unlowered).
-Not here: ``max_pool2d_backward`` (the gradient goes to a window's maximum, a discontinuous
-choice among ties) and ``nll_loss_backward`` (left for a later change: docs/ARCHITECTURE.md).
+max_pool2d_backward sends each output gradient to its window's first maximum.
+
+``nll_loss_backward(output_grad, predictions, targets[, weights])`` is the gradient of
+``nll_loss`` with respect to predictions, as TVM's legalizer computes it
+(``legalize_ops/grad.py``): ``grad[n, c, ...] = -w'[t] * g'`` where ``c == t[n, ...]``, else 0,
+with ``w'`` the weights (ones when absent) whose ``ignore_index`` entry is zeroed when
+``ignore_index >= 0``, and ``g'`` the output gradient itself (``none``), broadcast to the
+targets' shape (``sum``), or that divided by ``sum(w'[t])`` (``mean``). It does not read the
+predictions' values, only their shape.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -169,6 +176,82 @@ class AvgPool2dBackward(OpSpec):
         return list(args), dict(attrs)
 
 
+def _lowp_tol():
+    from .reduce import LOWP_TOL
+
+    return dict(LOWP_TOL)
+
+
+@dataclass
+class NLLLossBackward(OpSpec):
+    """Inputs drawn as nll_loss's (nn.NLLLoss.sample: predictions, targets in [0, C), weights
+    in [0.5, 2] half the time, ignore_index in range only without ``mean``, where it could
+    leave 0 / 0), then an output gradient of nll_loss's result type."""
+
+    tol: dict = field(default_factory=_lowp_tol)
+
+    def sample(self, ctx):
+        from .nn import NLLLoss
+
+        fwd = NLLLoss("relax.nn.nll_loss", dtypes=self.dtypes)
+        got = fwd.sample(ctx)
+        if got is None:
+            return None
+        ins, attrs = got
+        if attrs["reduction"] == "mean":
+            # mean divides by sum(w'[t]), which float16 sums in float16 (measured: 1024 targets
+            # of weight 1.25 give a mean 14% off): inside the low-precision accumulation budget
+            # only, else the sum's rounding is all the comparison would see
+            from .nn import _numel_max
+            from .reduce import lowp_ok
+
+            n = _numel_max(ins[1].shape) if ins[1].rank else 1
+            if not lowp_ok(ins[0].dtype, n, 2.0 if len(ins) > 2 else 1.0):
+                attrs["reduction"] = "sum"
+        oty = fwd.infer([v.ty for v in ins], attrs)
+        g = ctx.pick(dtypes=(ins[0].dtype,), rank=len(oty.shape), new_shape=list(oty.shape),
+                     pred=lambda v: within(v.dtype, v.lo, v.hi) and abs(v.lo) < 1e4
+                     and abs(v.hi) < 1e4)
+        if not _same_dims(g.shape, oty.shape):
+            return None
+        return [g] + ins, attrs
+
+    def infer(self, tys, attrs):
+        return TensorTy(tys[1].shape, tys[1].dtype)
+
+    def interval(self, ins, attrs, out):
+        g = max(abs(ins[0].lo), abs(ins[0].hi))
+        # mean: w'[t] / sum(w'[t]) <= 1 (weights positive); else |w| <= 2 or 1
+        w = 1.0 if attrs["reduction"] == "mean" or len(ins) < 4 else \
+            max(abs(ins[3].lo), abs(ins[3].hi))
+        return (min(0.0, -g * w), max(0.0, g * w))
+
+    def reference(self, xs, attrs):
+        g, p, t = f64(xs[0]), xs[1], xs[2].astype(np.int64)
+        C = p.shape[1] if p.ndim > 1 else p.shape[0]
+        w = f64(xs[3]).copy() if len(xs) > 3 else np.ones(C)
+        ign = attrs["ignore_index"]
+        if 0 <= ign < C:
+            w[ign] = 0.0
+        wt = w[t]                                   # targets' shape
+        red = attrs["reduction"]
+        if red == "sum":
+            g = np.broadcast_to(g, t.shape)
+        elif red == "mean":
+            g = np.broadcast_to(g, t.shape) / wt.sum()
+        val = -wt * g                               # targets' shape
+        if p.ndim == 1:
+            out = np.zeros(C)
+            out[t] = val
+            return out
+        onehot = np.arange(C).reshape([1, C] + [1] * (p.ndim - 2)) == np.expand_dims(t, 1)
+        return np.where(onehot, np.expand_dims(val, 1), 0.0)
+
+
+def _same_dims(a, b) -> bool:
+    return len(a) == len(b) and all(D.same(x, y) for x, y in zip(a, b))
+
+
 SPECS: list[OpSpec] = [
     Identity("relax.grad.no_grad", weight=0.3),
     Identity("relax.grad.start_checkpoint", weight=0.3),
@@ -177,4 +260,5 @@ SPECS: list[OpSpec] = [
     AvgPool2dBackward("relax.grad.avg_pool2d_backward", weight=0.4),
     AvgPool2dBackward("relax.grad.max_pool2d_backward", weight=0.4, kind="max",
                       discontinuous=True),
+    NLLLossBackward("relax.grad.nll_loss_backward", weight=0.4),
 ]

@@ -258,6 +258,44 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
              "windows overlap (stride < window): x = [0, 1, 2, 3], window "
              "1x2, stride 1, gradient ones gives [0, 0, -4.6e11, 3e-41], numpy [0, 1, 1, 1]. "
              "Matched by op alone: the trigger is in the shapes", what=("numeric",)),
+    KnownBug(("relax.vision.non_max_suppression",), ("float16", "bfloat16", "float64"),
+             r"Currently only supports input dtype to be float",
+             "non_max_suppression infers and legalizes for any float data, but TOPI sorts the "
+             "scores with tvm.contrib.sort.argsort_nms, whose ICHECKs take float32 only (and "
+             "float16 only on ARM with FP16 arithmetic): float16, bfloat16 and float64 data "
+             "build and then abort at run time", what=("run",)),
+    KnownBug(("relax.vision.roi_align",), ("float16", "bfloat16"),
+             r"Binary operators must have the same datatype|all inputs must have the same "
+             r"dtype|tensor_a has different data type|type mismatch: expected R\.Tensor",
+             "roi_align infers the data's dtype, but on float16 and bfloat16 data it legalizes "
+             "to float32 whatever the rois' dtype (TOPI's bilinear sampling clamps with the "
+             "float32 literal 0.0, and the weights promote the result; checked: LegalizeOps "
+             "gives call_tir(..., out_ty=R.Tensor(..., float32)) for float16 data with float16 "
+             "or float32 rois, and for bfloat16), so an op consuming it with another "
+             "float16/bfloat16 operand fails re-inference in LegalizeOps (campaign seed 109: "
+             "conv2d_transpose of a bfloat16 roi_align), or a called PrimFunc's argument check "
+             "(\"Argument N type mismatch\")", what=("build",)),
+    KnownBug(("relax.vision.roi_align",), ("*",),
+             r"Binary operators must have the same datatype|all inputs must have the same "
+             r"dtype|tensor_a has different data type|type mismatch: expected R\.Tensor",
+             "roi_align with float64 rois legalizes to a float64 result on float32 (or "
+             "float16/bfloat16) data, where inference gives the data's dtype: TOPI computes "
+             "the sampling in the rois' dtype (checked on 40 one-op programs: every one with "
+             "float64 rois returns float64 after LegalizeOps; bench/validity.py seed 25: a consumer "
+             "PrimFunc called with it fails \"Argument N type mismatch: expected float32, "
+             "given float64\")", what=("build",),
+             when=lambda a: a.get("rois_dtype") == "float64"),
+    KnownBug(("relax.vision.all_class_non_max_suppression",), ("bfloat16",), r"differ|.",
+             "all_class_non_max_suppression sorts the scores with tvm.contrib.sort.argsort, "
+             "which mishandles bfloat16 (as for sort/argsort above): selections come out of "
+             "score order (campaign seed 25 of the self-check: class 1's selected scores "
+             "0.387, 0.167, 1.156; TOPI documents them descending)",
+             what=("numeric", "run", "compare")),
+    KnownBug(("relax.vision.all_class_non_max_suppression",), ("float64",),
+             r"mismatched types\. False type: float64; True type: float32",
+             "all_class_non_max_suppression infers float64 boxes but fails to legalize them: "
+             "nms_util.calculate_overlap builds Select(u <= 0.0, 0.0, area / u) with a "
+             "float32 literal beside float64 arithmetic", what=("build",)),
 ]
 
 
