@@ -283,6 +283,21 @@ def test_mutants_are_not_type_checked():
     assert o["kind"] != "shape_inference"
 
 
+def test_a_mutant_tvm_refuses_while_building_the_module_is_rejected_a_valid_one_invalid():
+    """permute_dims with axes [0, 0, 0] (a near-valid edge_attrs mutant, seen in a campaign):
+    TVM's construction check refuses it, which is the check doing its job (rejected), never
+    a generator defect counted against validity; the same program as a valid one is the
+    generator's mistake (invalid)."""
+    x = TensorTy([2, 3, 6], "float32")
+    node = Node("v1", "relax.permute_dims", ["p1"], {"axes": [0, 0, 0]}, x)
+    for mode, verdict in (("near-valid", "rejected"), ("valid", "invalid")):
+        prog = Program([Function("main", [Param("p1", x)], [Block(True, [node])], "v1")],
+                       "main", {"mode": mode, "seed": 0, "variants": [BASE.to_json()]})
+        o = compile_and_run(prog)
+        assert (o.verdict, o.stage) == (verdict, "materialize"), o.signature
+        assert "non-repetitive" in o.message
+
+
 def test_type_disagreement_compares_what_both_sides_know():
     from fuzz.materialize import type_disagreement
     from fuzz.model import TupleTy

@@ -342,6 +342,11 @@ def compile_and_run(program: Program, variants: Optional[list] = None, input_see
         return finish(_fail("materialize", e.error, "generator", "invalid"), t0, variants[0],
                       [])
     except (MaterializeError, ValueError, TypeError, tvm.error.DiagnosticError) as e:
+        if near_valid and not isinstance(e, (MaterializeError, TypeError)):
+            # A mutant's broken promise refused while the module is built (permute_dims axes
+            # [0, 0, 0]: "required to be non-repetitive"): TVM's check doing its job.
+            return finish(_fail("materialize", e, kind="rejected", verdict="rejected"), t0,
+                          variants[0], [])
         # TVM rejected the program while it was being built: the generator's mistake.
         return finish(_fail("materialize", e, "generator", "invalid"), t0, variants[0], [])
     except Exception as e:  # noqa: BLE001
