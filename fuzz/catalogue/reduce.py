@@ -333,8 +333,13 @@ class Scan(OpSpec):
 
     def sample(self, ctx):
         x = ctx.pick(dtypes=self.dtypes, pred=finite)
-        axis = None if x.rank == 0 or ctx.ch.boolean(0.25) else \
-            sample_axis(ctx, x.rank, single=True)
+        if x.rank == 0 or ctx.ch.boolean(0.25):
+            axis = None
+        elif ctx.ch.boolean(0.5):   # the last axis, as models scan (top-p sampling's cumsum),
+            #                         which GPU targets lower with their own kernels
+            axis = -1 if ctx.ch.boolean(0.5) else x.rank - 1
+        else:
+            axis = sample_axis(ctx, x.rank, single=True)
         dtype = None
         if x.dtype == "bool":
             dtype = ctx.ch.choice(WIDER["bool"])
