@@ -2,5 +2,6 @@
 
 # Bump when a change to the generator or catalogue changes which program a seed gives:
 # a case is reproducible from (seed, GENERATOR_VERSION).
-GENERATOR_VERSION = 3   # 2: control flow (fuzz.control); 3: repeated layers (fuzz.motifs),
-#                           static match_cast views (fuzz.dynshape)
+GENERATOR_VERSION = 4   # 2: control flow (fuzz.control); 3: repeated layers (fuzz.motifs),
+#                           static match_cast views (fuzz.dynshape); 4: dynamic_strided_slice
+#                           (fuzz.dynshape.gen_slice)
