@@ -208,6 +208,16 @@ def test_slice_extent_is_numpys_and_tvms_shape_function():
                     assert slice_extent(b, e, s, dim) == len(a[b:e:s])
 
 
+def test_the_exporters_refuse_a_slice_by_name():
+    """ONNX and PyTorch cases have no form for dyn_slice: a one-line refusal naming it."""
+    from fuzz import onnx_export, torch_export
+    from fuzz.dynshape import slice_alone
+
+    p = slice_alone(1)
+    assert onnx_export.exportable(p) == "dyn_slice has no ONNX form here"
+    assert torch_export.exportable(p) == "dyn_slice has no torch form here"
+
+
 def test_builder_source_of_a_slice_constructs_what_materialize_does():
     """repro.py's builder (fuzz.materialize.builder_source) of dyn_slice cases."""
     import tvm
