@@ -208,6 +208,34 @@ def test_slice_extent_is_numpys_and_tvms_shape_function():
                     assert slice_extent(b, e, s, dim) == len(a[b:e:s])
 
 
+def test_a_case_holding_a_slice_reduces_to_it_and_repro_reproduces(tmp_path):
+    """The reducer on a generated case holding a dyn_slice in a dataflow block, built with
+    FoldConstant before the default pipeline: TVM 0.27's FoldConstant leaves the slice's
+    shape-function bindings calling a ``shape_func`` the module lacks (ill-formed IR). The
+    reduced case is the slice alone; repro.py reproduces in a fresh process."""
+    import os
+    import subprocess
+    import sys
+
+    from reducer.api import reduce_case
+
+    generated, _ = _slice_programs()
+    # FoldConstant folds dataflow blocks: a case whose slice is in one
+    p = next(q for q in generated if any(b.dataflow and any(n.op == "dyn_slice" for n in b.nodes)
+                                         for f in q.functions for b in f.blocks)).copy()
+    p.meta["variants"] = [{"target": {"kind": "llvm"}, "pipeline": "passes",
+                           "passes": ["FoldConstant"], "exec_mode": "bytecode"}]
+    red = reduce_case(p, out_dir=tmp_path / "r")
+    assert "FoldConstant" in red.signature and "shape_func" in red.signature, red.signature
+    ops = [n.op for f in red.reduced.functions for n in f.nodes()]
+    assert "dyn_slice" in ops and not any(op.startswith("relax.") for op in ops), ops
+    assert red.outcome.reproduction == {"reproduced": 3, "replays": 3}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    r = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path / "r", env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1 and "BUG REPRODUCED" in r.stdout, r.stdout + r.stderr
+
+
 def test_the_exporters_refuse_a_slice_by_name():
     """ONNX and PyTorch cases have no form for dyn_slice: a one-line refusal naming it."""
     from fuzz import onnx_export, torch_export
