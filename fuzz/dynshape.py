@@ -50,7 +50,7 @@ def gen_dyn(ctx) -> bool:
     ch = ctx.ch
     small = [v for v in ctx.pool if _small_static(v)]
     shaped = [v for v in ctx.pool if v.ty.shape is not None and len(v.ty.shape) >= 1]
-    r = ch.integer(0, 15)
+    r = ch.integer(0, 13)
     if r >= 12:
         return gen_slice(ctx)
     if r >= 10:   # R.call_dps_packed to a function the runtime registers

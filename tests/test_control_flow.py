@@ -3,6 +3,7 @@ computed or passed-in conditions), loops as recursive functions guarded by R.If,
 wrong_ret mutant that reaches apache/tvm#17348, and the reducer on such cases. Real TVM, real
 sandbox."""
 import collections
+import functools
 
 import numpy as np
 import pytest
@@ -110,10 +111,13 @@ def _vector(f, name, shapes):
     return [a - b for a, b in zip(*(_vector(f, a, shapes) for a in n.args))]
 
 
+@functools.lru_cache(maxsize=1)
 def _slice_programs():
+    """Generated programs holding a dyn_slice, and the construct alone (callers copy a
+    program before changing it)."""
     from fuzz.dynshape import slice_alone
 
-    generated = [p for p in (generate(s) for s in range(1500)) if _slices(p)]
+    generated = [p for p in (generate(s) for s in range(2000)) if _slices(p)]
     return generated, [slice_alone(s) for s in range(24)]
 
 

@@ -127,7 +127,7 @@ def test_model_passes_edit_cases_holding_a_dynamic_strided_slice():
     from fuzz.dynshape import slice_alone
     from fuzz.retype import IllFormed
 
-    progs = [p for p in (generate(s) for s in range(600))
+    progs = [p for p in (generate(s) for s in range(1000))
              if any(n.op == "dyn_slice" for f in p.functions for n in f.nodes())][:3]
     progs += [slice_alone(s) for s in range(3)]
     assert len(progs) == 6
