@@ -1,7 +1,7 @@
 """Generator quality figures: validity, numeric agreement, breadth.
 
     python bench/validity.py [--count 1000] [--seed 0] [--mode valid] [--breadth 2000]
-                             [--construct call_tir [--alone]]
+                             [--construct call_tir|dyn_slice [--alone]]
 
 Runs each generated program through the sandbox (llvm, default pipeline, no extra variant)
 and prints: how many pass well_formed and compile, how many run and agree with numpy, the
@@ -11,7 +11,9 @@ many distinct ops appear in --count programs, and which catalogued ops never app
 structural one: ``call_tir``, ``if``, ``dps_copy``, ...): seeds from --seed on are scanned
 until --count such programs are found. ``--construct call_tir --alone``: programs of one
 ``R.call_tir`` to a generated PrimFunc (and the nodes making its arguments) returning its
-result, one per seed (``fuzz.generate.call_tir_alone``), so the construct's own validity shows.
+result, one per seed (``fuzz.generate.call_tir_alone``), so the construct's own validity shows;
+``--construct dyn_slice --alone``: one ``R.dynamic_strided_slice`` of a parameter
+(``fuzz.dynshape.slice_alone``).
 """
 import argparse
 import collections
@@ -41,7 +43,8 @@ def main():
     ap.add_argument("--construct", default="",
                     help="only programs with a node of this op (call_tir, if, dps_copy, ...)")
     ap.add_argument("--alone", action="store_true",
-                    help="with --construct call_tir: programs of one call_tir alone")
+                    help="with --construct call_tir (or dyn_slice): programs of that node "
+                         "alone")
     a = ap.parse_args()
 
     runner = SandboxRunner(timeout=120)
@@ -53,7 +56,10 @@ def main():
     seeds = list(range(a.seed, a.seed + a.count))
     make = generate
     if a.alone:
-        from fuzz.generate import call_tir_alone as alone
+        from fuzz.dynshape import slice_alone
+        from fuzz.generate import call_tir_alone
+
+        alone = slice_alone if a.construct == "dyn_slice" else call_tir_alone
 
         def make(s, mode):   # noqa: F811 - seeds without a callable PrimFunc count as such
             return alone(s)
@@ -61,7 +67,8 @@ def main():
         while len(seeds) < a.count:
             seeds += [s] if alone(s) is not None else []
             s += 1
-        print(f"{a.count} programs of one call_tir among seeds {a.seed}..{s - 1}")
+        print(f"{a.count} programs of one {a.construct or 'call_tir'} among seeds "
+              f"{a.seed}..{s - 1}")
     elif a.construct:
         seeds, s = [], a.seed
         while len(seeds) < a.count:

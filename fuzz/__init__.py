@@ -4,4 +4,5 @@
 # a case is reproducible from (seed, GENERATOR_VERSION).
 GENERATOR_VERSION = 4   # 2: control flow (fuzz.control); 3: repeated layers (fuzz.motifs),
 #                           static match_cast views (fuzz.dynshape); 4: the vision ops and
-#                           nll_loss_backward, dynamic_strided_slice, scans on the last axis
+#                           nll_loss_backward, dynamic_strided_slice (fuzz.dynshape.gen_slice),
+#                           scans on the last axis

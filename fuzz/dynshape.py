@@ -9,7 +9,11 @@ function the TVM runtime registers (``dps_copy``: ``runtime.TVMTensorCopyFromTo`
   ``R.Shape([d1, d2])``), so every later type carries dims only the run defines;
 * a ``match_cast`` of a computed value of static shape to a type whose dims are fresh
   symbolic dims, or (a third of them) to its own static type: a view that aliases the
-  value's storage, which static memory planning must keep alive while the view is.
+  value's storage, which static memory planning must keep alive while the view is;
+* ``dyn_slice``: ``R.dynamic_strided_slice(x, begin, end, strides)`` of a static-shaped value
+  with int64 vectors whose values the generator knows (constants, or computed in the graph
+  from ``shape_tensor``), its result (``R.Tensor(ndim=n)``: the extents are data-dependent)
+  matched to fresh dims holding the extents numpy's slice gives, or to those static extents.
 
 The generator knows what each fresh dim will hold (the static dims it came from): it is
 recorded on the node (``known``), so inputs made for a later parameter that took such a dim
@@ -46,7 +50,9 @@ def gen_dyn(ctx) -> bool:
     ch = ctx.ch
     small = [v for v in ctx.pool if _small_static(v)]
     shaped = [v for v in ctx.pool if v.ty.shape is not None and len(v.ty.shape) >= 1]
-    r = ch.integer(0, 11)
+    r = ch.integer(0, 13)
+    if r >= 12:
+        return gen_slice(ctx)
     if r >= 10:   # R.call_dps_packed to a function the runtime registers
         known = [v for v in ctx.pool if v.ty.known()]
         if not known:
@@ -86,3 +92,102 @@ def gen_dyn(ctx) -> bool:
     node = ctx.add_node("match_cast", [y.name], {"ty": target.to_json(), "known": known}, target)
     ctx.add_value(node, y.lo, y.hi, y.exact)
     return True
+
+
+def slice_extent(begin: int, end: int, stride: int, dim: int) -> int:
+    """The length of ``range(dim)[begin:end:stride]``: Python's (numpy's) slice, what TVM's
+    shape function for ``dynamic_strided_slice`` computes (a negative index counts from the
+    end, then clamps to [0, dim] for a positive stride and to [-1, dim - 1] for a negative
+    one) wherever the slice is not empty."""
+    return len(range(*slice(begin, end, stride).indices(dim)))
+
+
+def _slice_axis(ch, dim: int) -> tuple[int, int, int]:
+    """(begin, end, stride) for one axis of ``dim`` elements, the slice non-empty: indices
+    past either end (clamped) and negative ones (from the end) are meant to be drawn."""
+    for _ in range(12):
+        stride = ch.choice([1, 1, 1, 2, 3, -1, -1, -2])
+        lo, hi = -dim - 2, dim + 2
+        begin, end = ch.integer(lo, hi), ch.integer(lo, hi)
+        if ch.boolean(0.3):   # the whole axis, from the shape (or past it, clamped)
+            if stride > 0:
+                end = dim
+            else:
+                begin = dim
+        if slice_extent(begin, end, stride, dim) >= 1:
+            return begin, end, stride
+    return (0, dim, 1) if ch.boolean(0.5) else (-1, -dim - 1, -1)
+
+
+def _const_vec(ctx, values: list[int]) -> str:
+    """An int64 vector holding ``values``: one ``const`` when they are all equal, else the
+    ``concat`` of one-element constants."""
+    one = TensorTy([1], "int64")
+    if len(set(values)) == 1:
+        ty = TensorTy([len(values)], "int64")
+        return ctx.add_node("const", [], {"value": values[0], "ty": ty.to_json()}, ty).name
+    parts = [ctx.add_node("const", [], {"value": v, "ty": one.to_json()}, one).name
+             for v in values]
+    node = ctx.add_node("relax.concat", parts, {"axis": 0}, TensorTy([len(values)], "int64"))
+    ctx.add_value(node, min(values), max(values), True)
+    return node.name
+
+
+def _vec(ctx, values: list[int], x: Value) -> str:
+    """An int64 vector holding ``values``, computed from x's shape where it is x's shape
+    (``shape_tensor``) or x's shape less a constant (``relax.subtract``)."""
+    dims = list(x.ty.shape)
+    k = {d - v for d, v in zip(dims, values)}
+    if len(k) == 1 and ctx.ch.boolean(0.7):
+        t = shape_tensor(ctx, x)
+        (k,) = k
+        if k == 0:
+            return t.name
+        c = _const_vec(ctx, [k] * len(dims))
+        node = ctx.add_node("relax.subtract", [t.name, c], {}, TensorTy([len(dims)], "int64"))
+        ctx.add_value(node, min(values), max(values), True)
+        return node.name
+    return _const_vec(ctx, values)
+
+
+def gen_slice(ctx) -> bool:
+    """``dyn_slice`` of a static-shaped value in scope (see the module's docstring)."""
+    ch = ctx.ch
+    xs = [v for v in ctx.pool if v.static() and v.ty.shape and len(v.ty.shape) <= 4
+          and all(d >= 1 for d in v.ty.shape)]
+    if not xs:
+        return False
+    x = xs[-1] if ch.boolean(0.5) else ch.choice(xs)
+    axes = [_slice_axis(ch, d) for d in x.ty.shape]
+    b, e, s = (_vec(ctx, [a[i] for a in axes], x) for i in range(3))
+    extents = [slice_extent(bi, ei, si, d) for (bi, ei, si), d in zip(axes, x.ty.shape)]
+    known = {}
+    shape: list = list(extents)
+    if ch.boolean(0.7):   # fresh dims the run defines (else the static extents)
+        for i in range(len(shape)):
+            if ch.boolean(0.7):
+                d = ctx.fresh("d")
+                known[d] = extents[i]
+                shape[i] = d
+    node = ctx.add_node("dyn_slice", [x.name, b, e, s], {"known": known},
+                        TensorTy(shape, x.dtype))
+    ctx.add_value(node, x.lo, x.hi, x.exact)
+    return True
+
+
+def slice_alone(seed: int):
+    """A program of one ``dyn_slice`` (and the nodes making its vectors) of a new static
+    parameter, returning the slice: the construct by itself, for the validity bench and the
+    tests."""
+    from .choice import RandomChooser
+    from .generate import GenContext
+    from .model import Block, Function, Program
+
+    ctx = GenContext(RandomChooser(seed), "valid", allow_sym=False)
+    ch = ctx.ch
+    ctx.new_param(ctx.shape(ch.integer(1, 4), static=True, max_dim=MAX_FRESH),
+                  ctx.dtype(["float32", "float16", "int32", "int64", "bool"]))
+    gen_slice(ctx)
+    node = [n for n in ctx.nodes if n.op == "dyn_slice"][-1]
+    f = Function("main", ctx.params, [Block(ch.boolean(0.7), ctx.nodes)], node.name)
+    return Program([f], "main", {"generator": 0, "mode": "valid", "seed": seed})

@@ -15,7 +15,7 @@ def bind_dims(program: Program, rng: np.random.Generator) -> dict[str, int]:
                       for v in ty_vars(n.ty)})
     # Dims a data-dependent shape defines (fuzz.dynshape) have the value the data gives them.
     known = {k: int(v) for f in program.functions for n in f.nodes()
-             if n.op in ("match_cast", "reshape_dyn")
+             if n.op in ("match_cast", "reshape_dyn", "dyn_slice")
              for k, v in (n.attrs.get("known") or {}).items()}
     # 1 is common on purpose: broadcasting and squeeze edges live there.
     return {n: known[n] if n in known else int(rng.choice([1, 2, 3, 4, 5, 8]))

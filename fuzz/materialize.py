@@ -285,6 +285,11 @@ def _emit_block(bb, block, env, scope, gvars, used_later, check_types=False,
         if node.op == "match_cast":
             t = ty_from_json(node.attrs["ty"])
             env[node.name] = bb.match_cast(env[node.args[0]], scope.sinfo(t), name_hint=node.name)
+        elif node.op == "dyn_slice":
+            # R.Tensor(ndim=n): the extents are the run's; matched to the node's type
+            sliced = bb.emit(relax.op.dynamic_strided_slice(*[env[a] for a in node.args]),
+                             name_hint=node.name + "_s")
+            env[node.name] = bb.match_cast(sliced, scope.sinfo(node.ty), name_hint=node.name)
         else:
             if node.op == "if":
                 expr = _emit_if(bb, node, env, scope, gvars, check_types, program)
@@ -685,6 +690,12 @@ def _nodes_source(nodes, ind: str, body: list, syms: set, tensor: str, tup: str,
             body.append(f"{ind}{n.name} = bb.match_cast({n.args[0]}, "
                         f"{_ty_source(ty_from_json(n.attrs['ty']), syms, tensor, tup)}, "
                         f"name_hint={n.name!r})")
+            continue
+        if n.op == "dyn_slice":
+            body.append(f"{ind}{n.name}_s = bb.emit(relax.op.dynamic_strided_slice("
+                        f"{', '.join(n.args)}), name_hint={n.name + '_s'!r})")
+            body.append(f"{ind}{n.name} = bb.match_cast({n.name}_s, "
+                        f"{_ty_source(n.ty, syms, tensor, tup)}, name_hint={n.name!r})")
             continue
         if n.op == "if":
             seqs = []

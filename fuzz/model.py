@@ -33,12 +33,24 @@ STRUCTURAL_OPS = {
     "reshape_dyn",   # args: x, t (a 1-d int64 tensor); attrs: dims (fresh symbolic dim names),
                      # known ({dim: value}, what t holds when the case runs):
                      # R.reshape(x, R.match_cast(R.tensor_to_shape(t), R.Shape(dims)))
+    "dyn_slice",     # args: x, begin, end, strides (1-d int64 tensors, x's rank long); attrs:
+                     # known ({fresh dim: value}, the extents the run gives them): ty is the
+                     # result's, R.match_cast(R.dynamic_strided_slice(x, begin, end, strides),
+                     # ty) (fuzz.dynshape.gen_slice)
     "dps_copy",      # args: x; R.call_dps_packed("runtime.TVMTensorCopyFromTo", (x,), x's
                      # type): a function the TVM runtime registers, destination-passing
     "call_tir",      # args: the PrimFunc's inputs; attrs: prim (a TIR case's JSON,
                      # fuzz.tir.model, its outputs its last parameters): R.call_tir to it,
                      # named tir_<node> in the module; ty: its output, or a tuple of them
                      # (fuzz.calltir)
+}
+
+# The Relax ops a structural node emits that no catalogue spec covers (bench/op_coverage.py
+# counts them as reached).
+STRUCTURAL_REACHES = {
+    "shape_tensor": ("relax.shape_of", "relax.shape_to_tensor"),
+    "reshape_dyn": ("relax.tensor_to_shape", "relax.reshape"),
+    "dyn_slice": ("relax.dynamic_strided_slice",),
 }
 
 # Function kinds: an ordinary function of the module, or the body of an R.If branch (never a

@@ -56,6 +56,18 @@ def _eval(program, n, xs, env, depth=0):
             if env.setdefault(d, v) != v:
                 raise ReferenceError(f"reshape_dyn {n.name}: {d} is {env[d]} and {v}")
         return np.asarray(xs[0]).reshape(want)
+    if n.op == "dyn_slice":   # numpy's slice; its extents must be what the type promised
+        x, (b, e, s) = np.asarray(xs[0]), (np.asarray(v).tolist() for v in xs[1:])
+        if not len(b) == len(e) == len(s) == x.ndim or 0 in s:
+            raise ReferenceError(f"dyn_slice {n.name}: begin {b}, end {e}, strides {s} "
+                                 f"for rank {x.ndim}")
+        out = x[tuple(slice(*t) for t in zip(b, e, s))]
+        for d, v in zip(n.ty.shape, out.shape):
+            if isinstance(d, str) and D.free_vars(d) == [d] and d not in env:
+                env[d] = v
+            elif D.evaluate(d, env) != v:
+                raise ReferenceError(f"dyn_slice {n.name}: shape {out.shape} != {n.ty.shape}")
+        return out.copy()
     if n.op == "tuple":
         return tuple(xs)
     if n.op == "get_item":

@@ -237,6 +237,15 @@ def _infer(prog: Program, n, ins: list, ret_tys: dict, declared: dict | None = N
         if a is not None and a != b:
             raise IllFormed(f"{n.name}: reshape changes the number of elements")
         return TensorTy(dims, ins[0].dtype)
+    if op == "dyn_slice":   # the extents are the run's: the node's own type is the result's
+        x, t = (ins[0] if ins else None), n.ty
+        if not (len(ins) == 4 and isinstance(x, TensorTy) and x.shape is not None
+                and isinstance(t, TensorTy) and t.shape is not None
+                and len(t.shape) == len(x.shape) and t.dtype == x.dtype and all(
+                    _same(v, TensorTy([len(x.shape)], "int64")) for v in ins[1:])):
+            raise IllFormed(f"{n.name}: dynamic_strided_slice needs a tensor and three int64 "
+                            "vectors of its rank")
+        return t
     if op in STRUCTURAL_OPS or op not in CATALOGUE:
         raise IllFormed(f"{n.name}: unknown op {op}")
     spec = CATALOGUE[op]

@@ -7,17 +7,33 @@
   reusing storage a match_cast view aliases (apache/tvm #20220, wrong on 0.25.0 and 0.26.0;
   the memory-planning oracle finds it at build time).
 
-The cases named here (seeds 1425 and 534) are the first hits of each class measured by
-bench/bug_classes.py on 0.25.0; on the default release (0.27.0.post1) both agree with numpy.
+The cases named here (seeds 1425 and 534 of generator v3, stored as case JSON in tests/data so
+that a generator version bump leaves them as they were) are the first hits of each class
+measured by bench/bug_classes.py on 0.25.0; on the default release (0.27.0.post1) both agree
+with numpy.
 """
 import collections
 import json
+from pathlib import Path
 
 import pytest
 
 from fuzz.generate import generate
+from fuzz.model import Program
 from fuzz.retype import retype
 from worker.campaign import make_case, pattern_ops
+
+DATA = Path(__file__).parent / "data"
+
+
+def case_19801():
+    """Generator v3's campaign case of seed 1425 (worker.campaign.make_case(1425, None))."""
+    return Program.loads((DATA / "relax_19801_matmul_const_copies_v3_seed1425.json").read_text())
+
+
+def case_20220():
+    """Generator v3's campaign case of seed 534 (worker.campaign.make_case(534, None))."""
+    return Program.loads((DATA / "relax_20220_match_cast_view_v3_seed534.json").read_text())
 
 
 def _const_layers(prog):
@@ -59,7 +75,7 @@ def test_generator_repeats_a_layer_with_fresh_constants():
 
 
 def test_fusion_patterns_are_drawn_from_the_program():
-    p = make_case(1425, None)
+    p = case_19801()
     (group,) = _const_layers(p)
     assert [n.op for n in p.main.nodes() if n.op == "relax.matmul"].count("relax.matmul") == 4
     assert sorted(group) == [(-3,), (-1,), (2,)]
@@ -73,7 +89,7 @@ def test_bug_class_cases_agree_with_numpy_on_the_default_release():
     with their variants, run and compared with numpy, never ``invalid``."""
     from worker.sandbox_runner import SandboxRunner
 
-    progs = [make_case(1425, None), make_case(534, None)]
+    progs = [case_19801(), case_20220()]
     views = [generate(s) for s in range(400) if _views(generate(s))][:3]
     assert views, "no match_cast view in seeds 0..399"
     layers = [p for p in (make_case(s, "valid") for s in range(200)) if _const_layers(p)][:10]
@@ -102,7 +118,7 @@ def test_bug_classes_are_wrong_on_the_releases_that_have_them(monkeypatch, relea
     for version, (a, b) in want.items():
         runner = SandboxRunner(python=resolve(version), timeout=120)
         try:
-            outs = runner.run_many([make_case(1425, None), make_case(534, None)])
+            outs = runner.run_many([case_19801(), case_20220()])
         finally:
             runner.close()
         assert (outs[0].verdict, outs[1].verdict) == (a, b), (version, outs)

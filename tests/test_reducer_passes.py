@@ -119,6 +119,40 @@ def test_model_pass_candidates_are_smaller_at_a_declared_measure():
     _assert_progress("model", tally)
 
 
+def test_model_passes_edit_cases_holding_a_dynamic_strided_slice():
+    """Cases holding a dyn_slice (fuzz.dynshape): every pass's candidates are smaller at a
+    declared measure, and the passes build well-typed candidates that keep the slice."""
+    from fuzz.dynshape import slice_alone
+    from fuzz.retype import IllFormed
+
+    progs = [p for p in (generate(s) for s in range(1000))
+             if any(n.op == "dyn_slice" for f in p.functions for n in f.nodes())][:3]
+    progs += [slice_alone(s) for s in range(3)]
+    assert len(progs) == 6
+    tally: dict = {}
+    kept = 0
+    for prog in progs:
+        prog.meta["variants"] = json.loads(json.dumps(VARIANTS))
+        hinted = Outcome("fail", "crash", message="Op(relax.dynamic_strided_slice)",
+                         extra={"variant": VARIANTS[0]})
+        for outcome in (None, hinted):
+            passes = registry.passes("model", ModelContext.of(prog, outcome))
+            _check("model", passes, prog, _some, tally)
+            for p in passes:
+                for cand in p.apply_many(prog, [frozenset([0])]) if p.count(prog) else []:
+                    if cand is None or not any(n.op == "dyn_slice" for f in cand.functions
+                                               for n in f.nodes()):
+                        continue
+                    try:
+                        retype(cand.copy(), strict=True)
+                        kept += 1
+                    except IllFormed:
+                        pass   # the driver skips it
+    assert kept >= 10, kept
+    stuck = {name for name, t in tally.items() if t["no_progress"]}
+    assert stuck <= KNOWN_NO_PROGRESS["model"], stuck - KNOWN_NO_PROGRESS["model"]
+
+
 def test_tir_pass_candidates_are_smaller_at_a_declared_measure():
     tally: dict = {}
     for seed in range(30):

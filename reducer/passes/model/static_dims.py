@@ -18,13 +18,14 @@ class StaticDims(ModelPass):
     strict, shapes = False, True
 
     def targets(self, prog):
+        # The parameters' dims only: what its measure counts. A dim only node types hold (a
+        # fresh dim a match_cast, reshape_dyn or dyn_slice defines) made static leaves every
+        # measure as it was, a candidate the driver could never accept.
         names = set()
         for f in prog.functions:
             for p in f.params:
                 for t in (p.ty, p.actual):
                     names.update(ty_vars(t))
-            for n in f.nodes():
-                names.update(ty_vars(n.ty))
         return sorted(names)
 
     def edit(self, prog, chosen):
