@@ -13,7 +13,7 @@ until --count such programs are found. ``--construct call_tir --alone``: program
 ``R.call_tir`` to a generated PrimFunc (and the nodes making its arguments) returning its
 result, one per seed (``fuzz.generate.call_tir_alone``), so the construct's own validity shows;
 ``--construct dyn_slice --alone``: one ``R.dynamic_strided_slice`` of a parameter
-(``fuzz.dynshape.slice_alone``).
+(``fuzz.generate.slice_alone``).
 """
 import argparse
 import collections
@@ -56,8 +56,7 @@ def main():
     seeds = list(range(a.seed, a.seed + a.count))
     make = generate
     if a.alone:
-        from fuzz.dynshape import slice_alone
-        from fuzz.generate import call_tir_alone
+        from fuzz.generate import call_tir_alone, slice_alone
 
         alone = slice_alone if a.construct == "dyn_slice" else call_tir_alone
 

@@ -173,21 +173,3 @@ def gen_slice(ctx) -> bool:
                         TensorTy(shape, x.dtype))
     ctx.add_value(node, x.lo, x.hi, x.exact)
     return True
-
-
-def slice_alone(seed: int):
-    """A program of one ``dyn_slice`` (and the nodes making its vectors) of a new static
-    parameter, returning the slice: the construct by itself, for the validity bench and the
-    tests."""
-    from .choice import RandomChooser
-    from .generate import GenContext
-    from .model import Block, Function, Program
-
-    ctx = GenContext(RandomChooser(seed), "valid", allow_sym=False)
-    ch = ctx.ch
-    ctx.new_param(ctx.shape(ch.integer(1, 4), static=True, max_dim=MAX_FRESH),
-                  ctx.dtype(["float32", "float16", "int32", "int64", "bool"]))
-    gen_slice(ctx)
-    node = [n for n in ctx.nodes if n.op == "dyn_slice"][-1]
-    f = Function("main", ctx.params, [Block(ch.boolean(0.7), ctx.nodes)], node.name)
-    return Program([f], "main", {"generator": 0, "mode": "valid", "seed": seed})

@@ -467,3 +467,19 @@ def call_tir_alone(seed: int) -> Optional[Program]:
     node = [n for n in ctx.nodes if n.op == "call_tir"][-1]
     f = Function("main", ctx.params, [Block(True, ctx.nodes)], node.name)
     return Program([f], "main", {"generator": 0, "mode": "valid", "seed": seed})
+
+
+def slice_alone(seed: int):
+    """A program of one ``dyn_slice`` (and the nodes making its vectors) of a new static
+    parameter, returning the slice: the construct by itself, for the validity bench and the
+    tests."""
+    from . import dynshape
+
+    ctx = GenContext(RandomChooser(seed), "valid", allow_sym=False)
+    ch = ctx.ch
+    ctx.new_param(ctx.shape(ch.integer(1, 4), static=True, max_dim=dynshape.MAX_FRESH),
+                  ctx.dtype(["float32", "float16", "int32", "int64", "bool"]))
+    dynshape.gen_slice(ctx)
+    node = [n for n in ctx.nodes if n.op == "dyn_slice"][-1]
+    f = Function("main", ctx.params, [Block(ch.boolean(0.7), ctx.nodes)], node.name)
+    return Program([f], "main", {"generator": 0, "mode": "valid", "seed": seed})

@@ -115,7 +115,7 @@ def _vector(f, name, shapes):
 def _slice_programs():
     """Generated programs holding a dyn_slice, and the construct alone (callers copy a
     program before changing it)."""
-    from fuzz.dynshape import slice_alone
+    from fuzz.generate import slice_alone
 
     generated = [p for p in (generate(s) for s in range(2000)) if _slices(p)]
     return generated, [slice_alone(s) for s in range(24)]
@@ -182,7 +182,7 @@ def test_dynamic_strided_slice_is_generated_built_and_agrees_with_numpy():
 def test_a_slice_the_type_does_not_promise_is_refused_by_the_reference():
     """The reference checks each slice's extents against the dims its type states: a wrong
     static extent, or a fresh dim bound before to another value, is a ReferenceError."""
-    from fuzz.dynshape import slice_alone
+    from fuzz.generate import slice_alone
     from fuzz.inputs import make_inputs
     from fuzz.reference import ReferenceError, run
 
@@ -243,7 +243,7 @@ def test_a_case_holding_a_slice_reduces_to_it_and_repro_reproduces(tmp_path):
 def test_the_exporters_refuse_a_slice_by_name():
     """ONNX and PyTorch cases have no form for dyn_slice: a one-line refusal naming it."""
     from fuzz import onnx_export, torch_export
-    from fuzz.dynshape import slice_alone
+    from fuzz.generate import slice_alone
 
     p = slice_alone(1)
     assert onnx_export.exportable(p) == "dyn_slice has no ONNX form here"
@@ -343,10 +343,15 @@ def test_tvm_agrees_with_numpy_on_control_flow_cases(cf_programs):
             # real TVM bug met without control flow too, bug aed28409797b)
             # (or, through a call_tir to a generated PrimFunc, the printer's elem_offset bug
             # that TIR cases meet too, bug 8222c8f24c36)
+            # (or the printer's module-level TypeVar("m") for a private function's dim m,
+            # which clashes with another function's own m = T.int64(): a loop function over
+            # a value of match_cast dims, seed 76 of generator v4, reduced to 2 functions)
             assert (o.kind == "pass_ill_formed" and "StaticPlanBlockMemory" in o.message) \
                 or explain(p, o) or "BF16StorageLegalize" in o.signature \
                 or bug_key(o) == "roundtrip | roundtrip | the printed text loses or changes " \
-                                 "elem_offset", (p.meta["seed"], o.signature)
+                                 "elem_offset" \
+                or "Cannot redefine a non-PrimType object to a PrimType" in o.message, \
+                (p.meta["seed"], o.signature)
     # StaticPlanBlockMemory's bug is met by most cases with a branch (measured: 14 of 16):
     # some still pass end to end, agreeing with numpy on the branch taken
     assert verdicts["pass"] >= 1, verdicts
