@@ -1,19 +1,24 @@
-"""Cases and time until random generation reaches two TVM bug classes, on an old release.
+"""Cases and time until random generation reaches three TVM bug classes, on an old release.
 
     TVMFUZZ_HOME=... python bench/bug_classes.py --env 0.25.0 --cases 400 --time 180
 
 (A) pattern fusion that merges functions differing only in bound constants (apache/tvm
 #19801: ``FuseOpsByPattern(bind_constants=True)`` groups deduplicated by a StructuralEqual
 that skips tensor content); (B) static memory planning that reuses storage a ``match_cast``
-view still aliases (apache/tvm #20220). Campaign cases (``worker.campaign.make_case``: the
+view still aliases (apache/tvm #20220); (C) static memory planning that reuses storage a
+``vm.builtin.reshape`` view still aliases, views DispatchSortScan makes around a GPU cumsum
+(apache/tvm #20134: GPU targets only, found compile-only). Campaign cases (``worker.campaign.make_case``: the
 program and its variants, from the seed) are judged in order on the release under test
 (``--env``, an installed release, as ``tvmfuzz run --env``); a numeric failure there is judged
-again on this interpreter's release (0.27.0.post1, where both are fixed). A failure that the
-fixed release passes is put in a class by what its program holds: (A) ``const`` tensor
-operands from ``fuzz.motifs`` and a ``FuseOpsByPattern`` variant, (B) a ``match_cast`` of a
-computed value; anything else fixed since is counted as "other fixed". ``--motif-only``
-judges only cases holding a motif of either class (the others cannot be in a class; their
-count still advances, so "cases" is the position in the campaign's stream).
+again on this interpreter's release (0.27.0.post1, where all three are fixed), and so is a
+``memory_plan_overlap`` finding (``worker.execute.planned_overlaps``, at build time). A
+failure that the fixed release passes is put in a class: (C) an overlap through
+``vm.builtin.reshape``; (A) ``const`` tensor operands from ``fuzz.motifs`` and a
+``FuseOpsByPattern`` variant; (B) a ``match_cast`` of a computed value (a wrong result, or
+an overlap through ``match_cast``); anything else fixed since is counted as "other fixed".
+``--motif-only`` judges only cases holding a motif of a class or a scan (the others cannot be
+in a class; their count still advances, so "cases" is the position in the campaign's stream).
+``--targets`` are the cases' target kinds (default all, as ``tvmfuzz run``).
 
 Prints, per class, the first hit: its position, the seconds spent judging until it, the seed
 and the signature on the old release.
@@ -35,7 +40,23 @@ Judging every case (no ``--motif-only``, ``--env 0.26.0 --cases 600 --time 240``
 in 240 s (0.57 s a case), (B) not yet reached (its first hit is case 535); 2 other fixed
 numeric failures (adaptive_avg_pool3d bfloat16, first at case 115). Both first hits are kept as
 case JSON in tests/data (tests/test_motifs.py), as generator v3 made them: a later generator
-version draws other programs from those seeds.
+version draws other programs from those seeds. (B) is found at build time now, by the
+memory-planning oracle: ``memory_plan_overlap | ... read later through match_cast``.
+
+Generator v4 (the vision ops, nll_loss_backward, dynamic_strided_slice, scans on the last
+axis; measured 2026-11-26 on this 2-core VM shared with other jobs):
+``--env 0.25.0 --cases 4000 --time 360 --motif-only``: 785 of 4000 cases judged in 200 s;
+(A) first at case 480 after 26 s (seed 479, ``numeric | compare | relax.divide:float32``),
+2 hits; (B) not reached; 3 other fixed. (B) is rarer under v4: of seeds 4000-15999, the 142
+cases holding a ``match_cast`` view, judged on 0.25.0, gave 2 overlaps through
+``match_cast`` (seeds 4591 and 7253), one in about 6000 cases (v3: one in 3000).
+``--env 0.26.0 --cases 3850 --time 1200 --motif-only --targets cuda,opencl,webgpu``: 756 of
+3850 cases judged in 570 s; (C) first at case 3801 after 567 s (seed 3800: a cumsum of a
+computed (1, 3, 1) value on the last axis, built for CUDA sm_89 compile-only: the cumsum's
+output is placed in the storage its input view still reads); 1 other fixed (dyn_slice on
+bool). Of seeds 0-5999 with those targets, 187 cases hold a non-exclusive cumsum and 1 of
+them is (C). (C) was out of reach before the oracle: a GPU target here is compile-only, and
+the overlap shows only in what the build planned.
 """
 from __future__ import annotations
 
