@@ -151,6 +151,14 @@ def _expected_text(outcome: Outcome, ir: str = "relax") -> str:
         return ("The type TVM infers for the op's result is the shape and dtype the op computes "
                 "(numpy's semantics for the same call), so the annotation in the module below "
                 "matches the tensor the op returns at run time.")
+    if kind == "memory_plan_overlap":
+        return ("StaticPlanBlockMemory places a tensor in a storage only where no tensor still "
+                "read later uses it: a tensor read later, itself or through a view of it "
+                "(`vm.builtin.reshape`, `match_cast`, `reshape`), keeps its storage until that "
+                "read, so the kernel writing the new tensor cannot overwrite what is read.")
+    if kind == "gpu_host_code":
+        return ("Every PrimFunc built for a GPU target that reads device buffers binds GPU "
+                "threads (or the build refuses it), so no host code reads device memory.")
     if kind == "late_validation":
         return ("The malformed buffer declaration is refused where it is made (parsing, "
                 "`T.match_buffer`/`T.decl_buffer`) or by the well-formedness check, with a message "
@@ -311,6 +319,14 @@ def _repro_text(o: Outcome, meta: dict, module_json: bool, builder: bool = False
     elif kind == "roundtrip":
         text = (f"`repro.py` (attached) {source}, builds and runs it as listed above, then "
                 "prints it with `show_meta=True` and parses the text back.")
+    elif kind in ("memory_plan_overlap", "gpu_host_code"):
+        seen = ("the module StaticPlanBlockMemory returns: which tensor it placed in which "
+                "storage, and what is still read after" if kind == "memory_plan_overlap" else
+                "the module SplitHostDevice receives: which PrimFunc for the GPU target binds "
+                "no GPU thread")
+        text = (f"`repro.py` (attached) {source} and builds it as listed above, with a pass "
+                f"instrument that reads {seen}. The build itself succeeds, so no inputs are "
+                "needed (and no GPU: what is wrong is in the built module).")
     elif stage == "build":
         text = (f"`repro.py` (attached) {source} and builds it as listed above; the build "
                 "fails, so no inputs are needed.")

@@ -364,9 +364,8 @@ def attempt():
             if watch.host_code:   # a GPU PrimFunc with no thread: built as host code
                 return ("build", "", host_code_message(watch.host_code), "tirx.SplitHostDevice")
             if watch.overlaps:   # a tensor planned into storage a live tensor still uses
-                print("memory planning:", "; ".join(
-                    f"{fn}: {t} placed in {st} over {r}, still read ({via})"
-                    for fn, st, t, r, via in watch.overlaps), flush=True)
+                print("StaticPlanBlockMemory planned:\n" + overlap_detail(watch.overlaps)
+                      + "\n\n" + watch.planned, flush=True)
                 return ("build", "", overlap_message(watch.overlaps), "StaticPlanBlockMemory")
             if not runnable_here(v):
                 continue   # compile-only, as tvmfuzz did: no GPU, or code for another CPU

@@ -160,6 +160,10 @@ def test_the_gpu_cumsum_overlaps_on_the_releases_that_have_it(monkeypatch, relea
     case = tmp_path / "case.json"
     case.write_text(gpu_cumsum().dumps())
     cli(["report", str(case), "--out", str(tmp_path / "r"), "--env", "0.26.0", "--no-bisect"])
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "The build itself succeeds" in report and "the build fails" not in report
+    # the evidence: which tensor went over which, and the function as planned
+    assert "placed in storage over" in report and "R.memory.alloc_storage" in report
     fresh = tmp_path / "fresh"
     fresh.mkdir()
     (fresh / "repro.py").write_text((tmp_path / "r" / "repro.py").read_text())

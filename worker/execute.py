@@ -67,6 +67,7 @@ def _pass_watch_class():
             self.ill_formed_why = ""    # well_formed's own reason, where it gives one
             self.host_code = []         # PrimFuncs for a GPU target left with no GPU thread
             self.overlaps = []          # tensors memory planning placed over live ones
+            self.planned = ""           # the function they are in, as planned
 
         def ill_formed_message(self) -> str:
             """'<pass> produced ill-formed IR', with well_formed's reason (the binding whose
@@ -107,6 +108,8 @@ def _pass_watch_class():
             if info.name == "StaticPlanBlockMemory" and not self.overlaps:
                 try:
                     self.overlaps = planned_overlaps(mod)
+                    if self.overlaps:   # the planned function, as evidence for the report
+                        self.planned = mod[self.overlaps[0][0]].script()
                 except Exception:  # noqa: BLE001 - tvmfuzz's check, never the build's failure
                     self.overlaps = []
             if not self.check or self.ill_formed_after or not _has_relax(mod):
@@ -243,8 +246,9 @@ def overlap_message(found: list) -> str:
 
 
 def overlap_detail(found: list) -> str:
-    return "; ".join(f"{fn}: {t} placed in {st} over {r}, still read ({via})"
-                     for fn, st, t, r, via in found)
+    return "\n".join(f"{fn}: {t} placed in {st} over {r}, which is read later "
+                      f"({'itself' if via == 'direct' else 'through ' + via})"
+                      for fn, st, t, r, via in found)
 
 
 def gpu_thread(text: str) -> str:
@@ -474,6 +478,8 @@ def judge_module(mod, source, variants: list, near_valid: bool = False,
             if watch.overlaps:
                 return done(Outcome("fail", "memory_plan_overlap", "build", "",
                                     overlap_message(watch.overlaps),
+                                    detail=overlap_detail(watch.overlaps) + "\n\n"
+                                    + watch.planned,
                                     extra={"failing_pass": "StaticPlanBlockMemory",
                                            "view": watch.overlaps[0][4],
                                            "overlaps": overlap_detail(watch.overlaps)}), v)
@@ -806,5 +812,5 @@ def roundtrip_problem(mod, second_generation: bool = False) -> Optional[tuple]:
 # with this code.
 REPRO_CODE = (_pass_watch_class, _has_relax, pass_watch, roundtrip_problem, first_message_line,
               unbound_gpu_funcs, gpu_thread, host_code_message, planned_overlaps, _name,
-              overlap_message)
+              overlap_message, overlap_detail)
 REPRO_CONSTANTS = ("_COMPILER_ERROR", "_GPU_THREAD")
