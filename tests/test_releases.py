@@ -410,3 +410,28 @@ def test_tir_finding_from_027_bisects_present_absent(home, tmp_path):
     assert got == {DEFAULT: "present", "0.26.0": "absent", "0.25.0": "absent"}
     affected = (out / "report.md").read_text().split("### Affected versions")[1]
     assert _row("0.26.0") + "absent" in affected and _row(DEFAULT) + "present" in affected
+
+
+@pytest.mark.release
+def test_an_op_the_release_spells_otherwise_is_its_environment_not_the_generators(home,
+                                                                                   tmp_path):
+    """0.25.0's relax.op.image.affine_grid has no align_corners, which the catalogue (0.27's
+    spelling) passes: the case is invalid for the release under test, kind environment, with
+    the release's own words; never counted as a generator defect."""
+    from fuzz.model import Block, Function, Node, Param, Program, TensorTy
+
+    theta, grid = TensorTy([1, 2, 3], "float32"), TensorTy([1, 2, 3, 4], "float32")
+    node = Node("v1", "relax.image.affine_grid", ["p1"], {"size": [3, 4],
+                                                         "align_corners": True}, grid)
+    prog = Program([Function("main", [Param("p1", theta)], [Block(True, [node])], "v1")], "main",
+                   {"mode": "valid", "seed": 0, "variants": None})
+    case = tmp_path / "case.json"
+    case.write_text(prog.dumps())
+    for version, verdict in (("0.25.0", "invalid"), (DEFAULT, "pass")):
+        r = tvmfuzz("replay", case, "--env", version, "--times", "1", "--format", "json",
+                    home=home, timeout=600)
+        out = json.loads(r.stdout)
+        assert out["verdict"] == verdict, (version, out["signature"])
+        if verdict == "invalid":
+            assert out["kind"] == "environment", out["signature"]
+            assert "affine_grid() got an unexpected keyword argument" in out["message"]
