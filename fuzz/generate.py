@@ -42,8 +42,12 @@ class GenContext:
     """What an op spec sees while sampling: the values in scope and ways to make new ones."""
 
     def __init__(self, ch: Chooser, mode: str = "valid", allow_sym: bool = True,
-                 sym_names: Sequence[str] = SYM_NAMES, guide=None):
+                 sym_names: Sequence[str] = SYM_NAMES, guide=None,
+                 avoid_dtypes: Sequence[str] = ()):
         self.ch = ch
+        # dtypes new values are not given where an op allows others (an ONNX case: the
+        # exporter has no bfloat16); empty: every draw as without it
+        self.avoid_dtypes = tuple(avoid_dtypes)
         # fuzz.coverage.Guide: favours ops, edges and (op, dtype) pairs not yet covered;
         # None: the unguided weights (same seed, same program)
         self.guide = guide
@@ -66,6 +70,8 @@ class GenContext:
     # --- dtypes and shapes ---------------------------------------------------------------
     def dtype(self, allowed: Sequence[str]) -> str:
         allowed = list(allowed)
+        if self.avoid_dtypes:
+            allowed = [d for d in allowed if d not in self.avoid_dtypes] or allowed
         weights = [DTYPE_WEIGHTS.get(d, 1) for d in allowed]
         if self.guide is not None and self.op is not None:
             weights = self.guide.dtype_weights(self.op, allowed, weights)
@@ -95,7 +101,7 @@ class GenContext:
     def sub(self) -> "GenContext":
         """A context for a body built inside this function's (an R.If branch, a loop): the
         same chooser and name counter, valid mode, no new symbolic dims."""
-        sub = GenContext(self.ch, "valid", allow_sym=False)
+        sub = GenContext(self.ch, "valid", allow_sym=False, avoid_dtypes=self.avoid_dtypes)
         sub._n = self._n
         return sub
 
@@ -289,10 +295,11 @@ REPEAT_SHARE = 0.05   # of generation steps: an op repeated with fresh constants
 def gen_function(ch: Chooser, name: str, n_ops: int, mode: str,
                  ops: Optional[Sequence[str]] = None,
                  callees: Sequence[Function] = (), guide=None,
-                 control: Optional[list] = None) -> Function:
+                 control: Optional[list] = None, avoid_dtypes: Sequence[str] = ()) -> Function:
     """``control``: a list to add the functions control flow needs to (branches, loops);
     None: no control flow in this function."""
-    ctx = GenContext(ch, mode, allow_sym=ch.boolean(0.4), guide=guide)
+    ctx = GenContext(ch, mode, allow_sym=ch.boolean(0.4), guide=guide,
+                     avoid_dtypes=avoid_dtypes)
     specs, cum = _op_table(tuple(ops) if ops else None)
     # Parameters with unknown shape reach ops only through match_cast in valid programs.
     if ch.boolean(0.1):
@@ -398,16 +405,17 @@ def _blocks(ctx: GenContext, ret: str) -> list[Block]:
 
 def gen_program(ch: Chooser, n_ops: int = 10, mode: str = "valid",
                 ops: Optional[Sequence[str]] = None, seed: Optional[int] = None,
-                guide=None) -> Program:
+                guide=None, avoid_dtypes: Sequence[str] = ()) -> Program:
     funcs: list[Function] = []
     if n_ops >= 4 and ch.boolean(0.15):
         k = ch.integer(2, max(2, n_ops // 3))
-        funcs.append(gen_function(ch, "helper", k, "valid", ops, guide=guide))
+        funcs.append(gen_function(ch, "helper", k, "valid", ops, guide=guide,
+                                  avoid_dtypes=avoid_dtypes))
         n_ops -= k
     # Not in programs drawn from a subset of the ops (ONNX cases: the exporter writes ops)
     control = [] if not ops and n_ops >= 2 and ch.boolean(CONTROL_SHARE) else None
     main = gen_function(ch, "main", n_ops, mode, ops, callees=funcs, guide=guide,
-                        control=control)
+                        control=control, avoid_dtypes=avoid_dtypes)
     funcs += control or []
     prog = Program([main] + funcs, "main",
                    {"generator": GENERATOR_VERSION, "mode": mode, "seed": seed})
@@ -419,14 +427,16 @@ def gen_program(ch: Chooser, n_ops: int = 10, mode: str = "valid",
 
 
 def generate(seed: int, mode: str = "valid", n_ops: Optional[int] = None,
-             ops: Optional[Sequence[str]] = None, guide=None) -> Program:
+             ops: Optional[Sequence[str]] = None, guide=None,
+             avoid_dtypes: Sequence[str] = ()) -> Program:
     """The program for ``seed``: deterministic for one generator version (and one ``guide``,
     a ``fuzz.coverage.Guide`` snapshot: a guided program is recorded ``meta["guided"]``, and
-    its JSON, not its seed, is the case)."""
+    its JSON, not its seed, is the case). ``avoid_dtypes``: dtypes new values are not given
+    where an op allows others (``GenContext.avoid_dtypes``)."""
     ch = RandomChooser(seed * 1_000_003 + GENERATOR_VERSION)
     if n_ops is None:
         n_ops = ch.integer(1, 12)
-    prog = gen_program(ch, n_ops, mode, ops, seed, guide)
+    prog = gen_program(ch, n_ops, mode, ops, seed, guide, avoid_dtypes)
     if guide is not None:
         prog.meta["guided"] = True
     return prog

@@ -561,3 +561,24 @@ def test_a_passing_onnx_case_makes_no_probe(monkeypatch):
                         lambda self, *a: made.append(a) or real(self, *a))
     assert _judge(_small_valid(), opset=23).verdict == "pass"
     assert made == []
+
+
+def test_onnx_cases_draw_no_bfloat16_values_and_nearly_all_export():
+    """ONNX Runtime has no bfloat16 kernels, so the exporter writes none: an ONNX case's
+    values are not drawn bfloat16 (GenContext.avoid_dtypes). Before, with weights as
+    initializers or a bfloat16 value anywhere, all eight draws of 37 of 1000 seeds failed to
+    export and were judged not_exportable (invalid, against validity). Relax programs of the
+    same seeds draw as before."""
+    from worker.campaign import make_onnx_case
+
+    bf16, refused = 0, 0
+    for s in range(800000, 800200):
+        prog = make_onnx_case(s)
+        bf16 += any(p.ty.dtype == "bfloat16" for f in prog.functions for p in f.params)
+        try:
+            export(prog, OnnxOptions.from_json(prog.options), make_inputs(prog, 0)[1])
+        except NotExportable:
+            refused += 1
+    assert bf16 == 0
+    assert refused <= 4, refused   # measured: 10 of 1000 (op-specific dtypes: acos float16...)
+    assert generate(7, avoid_dtypes=()).dumps() == generate(7).dumps()
