@@ -16,6 +16,16 @@ from fuzz.triage import KNOWN, auto_status
 SEEDS = range(400)
 
 
+def _run_all(progs, timeout=120):
+    """Each program judged in the crash-isolated sandbox, as a campaign judges it."""
+    from worker.sandbox_runner import SandboxRunner
+    runner = SandboxRunner(timeout=timeout)
+    try:
+        return runner.run_many(progs)
+    finally:
+        runner.close()
+
+
 def _has_if(p):
     return any(n.op == "if" for f in p.functions for n in f.nodes())
 
@@ -67,7 +77,6 @@ def test_data_dependent_shapes_are_generated_built_and_agree_with_numpy():
     match_cast of computed values to fresh dims: the fresh dims' values come from the run;
     and R.call_dps_packed to a function the runtime registers."""
     from fuzz.inputs import make_inputs
-    from worker.sandbox_runner import SandboxRunner
 
     progs = [p for p in (generate(s) for s in range(600)) if _dyn(p)]
     kinds = collections.Counter(op for p in progs for op in _dyn(p))
@@ -83,11 +92,7 @@ def test_data_dependent_shapes_are_generated_built_and_agree_with_numpy():
     progs = [p.copy() for p in progs[:16]]
     for p in progs:
         p.meta["variants"] = None
-    runner = SandboxRunner(timeout=120)
-    try:
-        outs = runner.run_many(progs)
-    finally:
-        runner.close()
+    outs = _run_all(progs)
     verdicts = collections.Counter(o.verdict for o in outs)
     assert not verdicts["invalid"], [(p.meta["seed"], o.signature) for p, o in zip(progs, outs)
                                      if o.verdict == "invalid"]
@@ -129,7 +134,6 @@ def test_dynamic_strided_slice_is_generated_built_and_agrees_with_numpy():
     numpy."""
     from fuzz.dynshape import slice_extent
     from fuzz.inputs import make_inputs
-    from worker.sandbox_runner import SandboxRunner
 
     generated, alone = _slice_programs()
     assert len(generated) >= 8, len(generated)
@@ -160,11 +164,7 @@ def test_dynamic_strided_slice_is_generated_built_and_agrees_with_numpy():
     progs = [q.copy() for q in alone + generated[:12]]
     for q in progs:
         q.meta["variants"] = None
-    runner = SandboxRunner(timeout=120)
-    try:
-        outs = runner.run_many(progs)
-    finally:
-        runner.close()
+    outs = _run_all(progs)
     assert all(o.verdict == "pass" for o in outs[:len(alone)]), \
         [(q.meta["seed"], o.signature) for q, o in zip(progs, outs) if o.verdict != "pass"]
     # Generated programs: most fail on known TVM bugs of other ops (and R.If's
@@ -322,16 +322,11 @@ def test_tvm_agrees_with_numpy_on_control_flow_cases(cf_programs):
     failure here is either a listed TVM bug or tvmfuzz's defect: never ``invalid``."""
     from fuzz.catalogue.known_bugs import explain
     from fuzz.signature import bug_key
-    from worker.sandbox_runner import SandboxRunner
 
     progs = [p.copy() for p in cf_programs[:16]]
     for p in progs:
         p.meta["variants"] = None
-    runner = SandboxRunner(timeout=120)
-    try:
-        outs = runner.run_many(progs)
-    finally:
-        runner.close()
+    outs = _run_all(progs)
     verdicts = collections.Counter()
     for p, o in zip(progs, outs):
         verdicts[o.verdict] += 1
@@ -361,7 +356,6 @@ def test_random_near_valid_generation_reaches_17348_and_calls_it_known():
     """A main holding an R.If, declared to return a type its body does not give (the
     wrong_ret mutation), crashes the VM at run time on 0.27: apache/tvm#17348, found by
     random generation, reported as known."""
-    from worker.sandbox_runner import SandboxRunner
 
     progs = []
     for s in range(600):
@@ -372,11 +366,7 @@ def test_random_near_valid_generation_reaches_17348_and_calls_it_known():
         if len(progs) >= 32:
             break
     assert progs
-    runner = SandboxRunner(timeout=120)
-    try:
-        outs = runner.run_many(progs)
-    finally:
-        runner.close()
+    outs = _run_all(progs)
     hits = [(p, o) for p, o in zip(progs, outs)
             if o.kind == "signal" and o.stage == "run"]
     assert hits, collections.Counter((o.verdict, o.kind) for o in outs)
