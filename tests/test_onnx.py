@@ -172,6 +172,30 @@ def _judge_pinned(name: str):
     return o
 
 
+def test_a_slice_past_the_end_declared_negative_at_import_is_the_known_strided_slice_bug():
+    """Campaign case (seed 900399), reduced and pinned
+    (tests/data/onnx_slice_past_end_negative_dim.json): an ONNX Slice with a negative step
+    whose begin clamps past its end. onnxruntime gives the empty slice; the import declares
+    extent -1, which relax.strided_slice's inference makes: the known entry's bug (numpy's
+    empty slice, TVM's negative extent), met at import. It came back as a new bug."""
+    from pathlib import Path
+
+    from fuzz.triage import KNOWN, auto_status
+
+    o = _judge_pinned("onnx_slice_past_end_negative_dim.json")
+    assert (o.kind, o.stage, o.extra.get("negative_dim_op")) == \
+        ("shape_inference", "import", "relax.strided_slice"), o.to_json()
+    prog = Program.loads((Path(__file__).parent / "data" /
+                          "onnx_slice_past_end_negative_dim.json").read_text())
+    status, why = auto_status(prog, o)
+    assert status == KNOWN and "begin past end after clamping" in why, why
+    # Only the op that made the negative dim is asked: the same finding put on another op
+    # of the model is no known bug of that op.
+    other = o.to_json()
+    other["extra"] = dict(other["extra"], negative_dim_op="relax.reshape")
+    assert auto_status(prog, other)[0] != KNOWN
+
+
 def test_an_import_crash_on_a_wrong_declared_dtype_is_that_dtype_finding_s_bug():
     """Campaign case, pinned (tests/data/onnx_one_hot_f64_then_multiply.json): OneHot with
     float32 values, which TVM 0.27's import declares float64 (relax.one_hot), times a float32

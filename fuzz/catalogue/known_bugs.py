@@ -79,7 +79,10 @@ KNOWN_TVM_BUGS: list[KnownBug] = [
              "negative axes pass inference, but legalization hands them raw to "
              "topi.strided_slice", when=lambda a: any(x < 0 for x in a.get("axes", []))),
     KnownBug(("relax.strided_slice",), ("*",),
-             r"strides\[i\] < 0 \? \(end_i <= begin_i\)|bad_alloc|TVM -?\d*-\d|[,[] ?-\d",
+             # (a negative extent: in build/run messages, the shape check's "TVM -1", or a
+             # frontend's declared shape, "T.int64(-1)")
+             r"strides\[i\] < 0 \? \(end_i <= begin_i\)|bad_alloc|TVM -?\d*-\d|[,[] ?-\d"
+             r"|int64\(-\d",
              "begin past end after clamping: numpy gives an empty slice, TVM infers a negative "
              "extent and then fails to build (static) or to allocate (symbolic); a consumer "
              "typed with the model's extent then fails construction",
@@ -306,6 +309,14 @@ def explain(program, outcome: Outcome | dict):
     outcome = outcome_fields(outcome)
     what = outcome.get("kind") if outcome.get("kind") in ("numeric", "roundtrip") \
         else outcome.get("stage")
+    # A frontend case's import declaring a negative dim names the Relax op whose inference
+    # made it (worker.frontend.type_finding): that op's shape rule broken, met at import
+    # (the campaign's shape check meets the same inference in a Relax case), so only that
+    # op's "shape-rule" entries can explain it.
+    made_by = (outcome.get("extra") or {}).get("negative_dim_op") \
+        if outcome.get("kind") == "shape_inference" and what == "import" else None
+    if made_by:
+        what = "shape-rule"
     text = outcome.get("detail") if what == "numeric" else \
         f"{outcome.get('error_type')}: {outcome.get('message')}"
     if outcome.get("kind") == "oom":
@@ -318,6 +329,8 @@ def explain(program, outcome: Outcome | dict):
         tys = {p.name: p.runtime_ty for p in f.params}
         tys.update({n.name: n.ty for n in f.nodes()})
         for n in f.nodes():
+            if made_by and n.op != made_by:
+                continue
             # The op's own dtypes (its inputs' and its result's), not the whole program's: a
             # bfloat16 elsewhere must not make a float32 topk "the bfloat16 sort bug".
             own = {getattr(t, "dtype", None) for t in [n.ty] + [tys.get(a) for a in n.args
