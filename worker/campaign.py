@@ -175,17 +175,25 @@ def onnx_options(seed: int) -> dict:
 def _draw_exportable(seed: int, tries: int, ops, exportable, guide=None,
                      avoid_dtypes=()) -> tuple:
     """(program, attempt): valid programs of ``ops`` drawn from sub-seeds of ``seed`` until
-    ``exportable(program)`` is None (it has a form in the frontend); after ``tries`` draws
-    the last one, whose judge then says ``not_exportable``."""
-    for attempt in range(tries):
-        prog = generate(seed * tries + attempt, mode="valid", ops=ops, guide=guide,
+    ``exportable(program)`` is None (it has a form in the frontend); after the last draw
+    that one is kept, and its judge then says ``not_exportable``.
+
+    Unguided, ``tries`` draws. A ``guide`` steers ``tries // 2`` draws first, then the
+    unguided ``tries`` follow: the guide favours the (op, dtype) cells no case has covered,
+    and many of those are cells the frontend cannot express (asin on float64, conv1d on int8
+    in ONNX). Guided all eight times, 20 of 200 ONNX seeds had no form (5 unguided); this
+    way a seed has none only where its unguided draws have none either."""
+    draws = [(attempt, guide) for attempt in range(tries // 2)] if guide is not None else []
+    draws += [(attempt, None) for attempt in range(tries)]
+    for n, (attempt, steer) in enumerate(draws):
+        prog = generate(seed * tries + attempt, mode="valid", ops=ops, guide=steer,
                         avoid_dtypes=avoid_dtypes)
         try:
             if exportable(prog) is None:
                 break
         except Exception:  # noqa: BLE001 - the exporter's defect: the judge reports it
             break
-    return prog, attempt
+    return prog, n
 
 
 def make_onnx_case(seed: int, targets=TARGET_KINDS, schedules: bool = False, guide=None):
