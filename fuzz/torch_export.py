@@ -457,7 +457,9 @@ def _pool(kind, rank):
             y = (f"torch.nn.functional.avg_pool{rank}d({x}, {common}, "
                  f"count_include_pad={bool(a.get('count_include_pad'))})")
         return _from_canonical(y, layout, canon)
-    return TorchOp(write, FL)
+    # torch's CPU avg_pool3d has float32 and float64 kernels only ("avg_pool3d_out_frame" not
+    # implemented for 'Half' or 'BFloat16'): 2 of 81 PyTorch cases of a campaign were refused
+    return TorchOp(write, ("float32", "float64") if (kind, rank) == ("avg", 3) else FL)
 
 
 def _adaptive(rank):

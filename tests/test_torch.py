@@ -228,3 +228,18 @@ def test_a_numeric_finding_is_named_by_the_first_wrong_imported_op():
     assert o.extra["numeric_key"] == "relax.nn.conv1d_transpose:float64", o.to_json()
     assert o.extra["output_op"] == "relax.multiply:float64"
     assert bug_key(o) == "numeric | compare | relax.nn.conv1d_transpose"
+
+
+@pytest.mark.parametrize("op", [f"relax.nn.{k}_pool{r}d" for k in ("max", "avg", "adaptive_avg")
+                                for r in (1, 2, 3)])
+def test_a_pool_is_written_only_in_dtypes_torch_has_a_cpu_kernel_for(op):
+    """The writer's dtypes for a pool are those eager PyTorch runs on the CPU: a campaign's
+    avg_pool3d on float16/bfloat16 was refused by torch ("avg_pool3d_out_frame" not
+    implemented), an invalid case."""
+    from fuzz.torch_export import WRITERS
+
+    rank = int(op[-2])
+    fn = getattr(torch.nn.functional, op.split(".")[-1])
+    for dtype in WRITERS[op].dtypes:
+        x = torch.ones([1, 1] + [4] * rank, dtype=getattr(torch, dtype))
+        fn(x, 2)   # raises NotImplementedError where the CPU has no kernel
