@@ -722,7 +722,21 @@ def _matmul(g, n, ins, tys):
 
 
 def _einsum(g, n, ins, tys):
-    return [g.one("Einsum", ins, {"equation": n.attrs["subscripts"]})]
+    """ONNX's Einsum wants every ``...`` to stand for as many dims (onnxruntime refuses
+    ``...ij,...jk`` of ranks 4 and 3); numpy's broadcasts them from the right, so unit dims are
+    inserted where a shorter operand's ellipsis starts."""
+    eq = n.attrs["subscripts"]
+    terms = eq.split("->")[0].split(",")
+    spans = [t.ndim - len(term.replace("...", "")) if "..." in term else None
+             for term, t in zip(terms, tys)]
+    most = max((k for k in spans if k is not None), default=0)
+    ins = list(ins)
+    for i, (term, k) in enumerate(zip(terms, spans)):
+        if k is not None and k < most:
+            at = term.index("...")
+            ins[i] = g.attr_or_input("Unsqueeze", [ins[i]],
+                                     {"axes": list(range(at, at + most - k))}, {"axes": 13})
+    return [g.one("Einsum", ins, {"equation": eq})]
 
 
 def _topk(g, n, ins, tys):

@@ -606,3 +606,20 @@ def test_onnx_cases_draw_no_bfloat16_values_and_nearly_all_export():
     assert bf16 == 0
     assert refused <= 4, refused   # measured: 10 of 1000 (op-specific dtypes: acos float16...)
     assert generate(7, avoid_dtypes=()).dumps() == generate(7).dumps()
+
+
+@pytest.mark.parametrize("eq, a, b, out", [
+    ("...ij,...jk->...ik", [1, 1, 2, 3], [1, 3, 3], [1, 1, 2, 3]),   # campaign seed 900075
+    ("i...j,i...j->i...", [2, 3, 4, 5], [2, 4, 5], [2, 3, 4]),
+])
+def test_an_einsum_whose_ellipses_differ_in_rank_exports_and_agrees(eq, a, b, out):
+    """numpy broadcasts ellipsis dims of different ranks; ONNX wants every ``...`` the same
+    rank, and onnxruntime refused such a model (an invalid case, ``onnx_rejected``): the
+    shorter operand now gets unit dims where its ellipsis starts."""
+    nodes = [Node("v1", "relax.einsum", ["a", "b"], {"subscripts": eq},
+                  TensorTy(out, "float32"))]
+    prog = _one(nodes, [Param("a", TensorTy(a, "float32")), Param("b", TensorTy(b, "float32"))],
+                "v1")
+    for opset in (18, 23):   # Einsum is ONNX's from opset 12
+        o = _judge(prog, opset=opset)
+        assert o.verdict == "pass", o.to_json()
