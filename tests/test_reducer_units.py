@@ -133,6 +133,27 @@ def test_shrink_outputs_unwraps_and_shrink_dims_keeps_rules():
     assert cand is not None and cand.main.node("m").ty.shape == [3, 2]
 
 
+def test_shrink_outputs_drops_any_field_of_a_longer_tuple():
+    """One field of a 3-tuple can go: the tuple's own type changes with it. A strict retype
+    refused that, so ddmin (which drops one chunk at a time) kept unrelated outputs: a
+    PyTorch case reduced to `return (p4, _t1, r1, )` around its one failing op."""
+    prog = cosh_case()
+    prog.main.node("t").args = ["e", "a", "x"]
+    prog = retype(prog)
+    for drop, kept in (([0], ["a", "x"]), ([2], ["e", "a"]), ([0, 2], None)):
+        _, _, cand = _apply(ShrinkOutputs, prog, drop)
+        assert cand is not None, drop
+        if kept is None:
+            assert cand.main.ret == "a"
+        else:
+            assert cand.main.node("t").args == kept
+            assert len(cand.main.node("t").ty.fields) == 2
+    # a returned tuple also read by index keeps its fields (the index would shift)
+    prog.main.blocks[0].nodes.append(Node("g", "get_item", ["t"], {"index": 1}))
+    prog = retype(prog)
+    assert _apply(ShrinkOutputs, prog, [0])[2] is None
+
+
 def test_every_pass_candidate_is_well_formed_or_none():
     for seed in range(25):
         prog = generate(seed, mode="valid" if seed % 3 else "near-valid")

@@ -35,6 +35,10 @@ class ShrinkOutputs(ModelPass):
                 if not any(ret.name in n.args for n in f.nodes()):
                     drop_nodes(f, {ret.name})
             else:
+                if any(ret.name in n.args for n in f.nodes()):
+                    return False     # its fields are read by index: they would shift
                 ret.args = keep
-                ret.annot = None
+                # the tuple's own type changes with its fields (a strict retype refused every
+                # partial drop, so only dropping all but one field of a 3-tuple was possible)
+                ret.annot = ret.ty = None
         return True
