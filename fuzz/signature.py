@@ -49,7 +49,10 @@ _OFFENDING = re.compile(r"Offending call:\s*R\.([\w.]+)\(")
 CODEGEN_REFUSAL = "cannot emit this Relax operator directly"
 
 # Bumped whenever bug_key's definition changes: a corpus then recomputes its buckets' bug ids.
-BUG_KEY_VERSION = 7
+BUG_KEY_VERSION = 8
+# What TVM puts before the CUDA compiler's first error (worker.execute.first_message_line):
+# nvcc's, or NVRTC's where a GPU is present.
+_CUDA_COMPILER_HEAD = re.compile(r"^(?:Compilation error:|NVRTC compilation failed:)")
 
 # --- names ---------------------------------------------------------------------------------
 PLACEHOLDER = "$"
@@ -423,6 +426,18 @@ def bug_key(outcome: OutcomeLike) -> str:
         outcome = {**outcome, "kind": "shape_inference", "throw_site": "",
                    "extra": {k: v for k, v in extra.items()
                              if k not in ("converter", "converter_root")}}
+        extra = outcome["extra"]
+    message = outcome.get("message") or ""
+    target = (extra.get("variant") or {}).get("target") or {}
+    if (target.get("kind") if isinstance(target, dict) else str(target)) == "cuda" and \
+            _CUDA_COMPILER_HEAD.match(message):
+        # TVM's CUDA source rejected by the CUDA compiler: nvcc where no GPU is present
+        # ("Compilation error:", [pass nvcc]), NVRTC where one is ("NVRTC compilation
+        # failed:"). One source defect, whichever compiler met it (float16 math TVM names but
+        # never defines was 7e2b6d180b96 on a CPU machine and 3c832163d7ea on a GPU one).
+        outcome = {**outcome, "throw_site": "",
+                   "message": _CUDA_COMPILER_HEAD.sub("CUDA compiler:", message, count=1),
+                   "extra": {**extra, "failing_pass": "CUDA compiler"}}
         extra = outcome["extra"]
     kind = outcome.get("kind", "")
     site = re.sub(r":\d+$", "", outcome.get("throw_site", "") or "")

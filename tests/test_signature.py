@@ -263,6 +263,22 @@ def test_missing_float16_math_in_cuda_source_is_one_bug_whichever_function():
     assert bug_id(o("hcosh")) != bug_id(o("compute_1"))
 
 
+def test_cuda_source_rejected_by_nvcc_or_nvrtc_is_one_bug():
+    """Without a GPU TVM compiles CUDA source with nvcc ("Compilation error:", [pass nvcc]);
+    with one, with NVRTC. The same float16 math came back as 7e2b6d180b96 on a CPU machine,
+    3c832163d7ea on a GPU one: a campaign over both kinds of workers had two bugs for one.
+    The C backend's compiler (gcc, the same head) stays its own."""
+    def o(head, target, **extra):
+        return _o(f'{head} identifier "hcosh" is undefined', site="", error_type="RuntimeError",
+                  extra={"variant": {"target": {"kind": target, "arch": "sm_80"}}, **extra})
+
+    nvcc = o("Compilation error:", "cuda", failing_pass="nvcc")
+    nvrtc = o("NVRTC compilation failed:", "cuda")
+    assert bug_id(nvcc) == bug_id(nvrtc)
+    assert signature(nvcc) != signature(nvrtc)   # buckets still say which compiler
+    assert bug_id(o("Compilation error:", "c")) != bug_id(nvcc)
+
+
 def test_a_header_reached_through_two_directories_is_one_throw_site():
     from fuzz.signature import bug_key
 
