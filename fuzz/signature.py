@@ -410,6 +410,13 @@ _EXPR_CLASS = re.compile(r"'(?:Call|Var|DataflowVar|Constant|ShapeExpr|Tuple|Tup
                          r"PrimValue|SizeVar|IntImm|FloatImm|Add|Sub|Mul|FloorDiv)'")
 
 
+def target_kind(outcome: dict) -> str:
+    """The kind of target the failing variant built for ("llvm", "cuda", ...; "" if none):
+    a stored variant's target is a dict, an older one's its string."""
+    target = ((outcome.get("extra") or {}).get("variant") or {}).get("target") or {}
+    return target.get("kind", "") if isinstance(target, dict) else str(target)
+
+
 def bug_key(outcome: OutcomeLike) -> str:
     """The root-cause key of a failing outcome (an ``Outcome`` or its stored JSON): what a
     signature says minus what varies between findings of one bug (the throw site's line, the
@@ -430,9 +437,7 @@ def bug_key(outcome: OutcomeLike) -> str:
                              if k not in ("converter", "converter_root")}}
         extra = outcome["extra"]
     message = outcome.get("message") or ""
-    target = (extra.get("variant") or {}).get("target") or {}
-    if (target.get("kind") if isinstance(target, dict) else str(target)) == "cuda" and \
-            _CUDA_COMPILER_HEAD.match(message):
+    if target_kind(outcome) == "cuda" and _CUDA_COMPILER_HEAD.match(message):
         # TVM's CUDA source rejected by the CUDA compiler: nvcc where no GPU is present
         # ("Compilation error:", [pass nvcc]), NVRTC where one is ("NVRTC compilation
         # failed:"). One source defect, whichever compiler met it (float16 math TVM names but

@@ -22,7 +22,7 @@ import re
 
 from typing import TYPE_CHECKING, Iterable, Optional
 
-from .signature import CODEGEN_REFUSAL, bug_key, outcome_fields
+from .signature import CODEGEN_REFUSAL, bug_key, outcome_fields, target_kind
 
 if TYPE_CHECKING:
     from .outcome import Outcome
@@ -310,10 +310,9 @@ def target_limit(outcome: dict) -> Optional[str]:
                       if outcome.get("stage") == "import" else ()):
         if says.search(outcome.get("message") or ""):
             return why
-    target = ((outcome.get("extra") or {}).get("variant") or {}).get("target") or {}
-    kind_of_target = target.get("kind") if isinstance(target, dict) else str(target)
+    built_for = target_kind(outcome)
     for kind, says, why in _TARGET_LIMITS:
-        if kind_of_target == kind and re.search(says, text):
+        if built_for == kind and re.search(says, text):
             return why
     return None
 

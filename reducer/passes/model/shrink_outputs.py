@@ -25,6 +25,7 @@ class ShrinkOutputs(ModelPass):
             if not drop:
                 continue
             ret = f.node(f.ret)
+            read = any(ret.name in n.args for n in f.nodes())   # by index: get_item
             keep = [a for i, a in enumerate(ret.args) if i not in drop]
             if len(ret.args) == 1:
                 keep = ret.args          # a 1-tuple: "dropping" its field unwraps it
@@ -32,11 +33,11 @@ class ShrinkOutputs(ModelPass):
                 return False
             if len(keep) == 1:
                 f.ret = keep[0]
-                if not any(ret.name in n.args for n in f.nodes()):
+                if not read:
                     drop_nodes(f, {ret.name})
             else:
-                if any(ret.name in n.args for n in f.nodes()):
-                    return False     # its fields are read by index: they would shift
+                if read:
+                    return False     # the indices read would shift
                 ret.args = keep
                 # the tuple's own type changes with its fields (a strict retype refused every
                 # partial drop, so only dropping all but one field of a 3-tuple was possible)
